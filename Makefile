@@ -1,0 +1,42 @@
+# One entry point for people and CI alike.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: dev check lint typecheck imports crd crd-check test test-unit envtest clean
+
+dev: ## create .venv and install the project with its dev extras
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+
+check: ## everything CI runs: lint, types, layers, CRD drift, tests
+	scripts/check
+
+lint:
+	$(BIN)/ruff check runtime operator tests scripts
+	$(BIN)/ruff format --check runtime operator tests
+
+typecheck:
+	$(BIN)/mypy
+
+imports:
+	$(BIN)/lint-imports
+
+crd: ## regenerate crds/application.yaml from the pydantic models
+	$(BIN)/python -m mas.infra.crd > crds/application.yaml
+
+crd-check:
+	$(BIN)/python -m mas.infra.crd --check crds/application.yaml
+
+test:
+	$(BIN)/pytest
+
+test-unit:
+	$(BIN)/pytest tests/unit
+
+envtest: ## build etcd, kube-apiserver and kube-controller-manager once into a cache
+	scripts/build-envtest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

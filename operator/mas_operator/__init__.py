@@ -1,0 +1,1 @@
+"""The kopf operator that reconciles infra.maslab.io/v1 Application resources."""

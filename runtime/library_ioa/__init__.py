@@ -1,0 +1,1 @@
+"""Protocol plugins of the MAS Lab runtime (A2A client and server)."""

@@ -1,0 +1,1 @@
+"""Plugins by protocol."""

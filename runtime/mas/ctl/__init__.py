@@ -1,0 +1,1 @@
+"""mas-ctl: run, serve and inspect an Application on one machine."""

@@ -1,0 +1,80 @@
+"""The ``mas-ctl`` entry point: argument parsing, dispatch, exit codes.
+
+Exit codes: 0 success; 1 the document (or the run) failed, every problem on stderr with the
+field path first; 2 usage errors and unreadable or non-YAML files; 130 interrupted.
+Never a traceback, unless ``MAS_DEBUG=1`` asks for one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from mas.infra.errors import ApplicationInvalid, DocumentError, OverrideError
+from mas.runtime.errors import RuntimeFailure
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+# Each module has ``register(subparsers)``; its parser sets ``handler(args) -> int``.
+COMMAND_MODULES = ("validate", "routes")
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, one subcommand per module of :mod:`mas.ctl.commands`."""
+    parser = argparse.ArgumentParser(
+        prog="mas-ctl", description="Run, serve and inspect a MAS Lab Application."
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"mas.ctl.commands.{name}").register(sub)
+    return parser
+
+
+def _fail(code: int, lines: Sequence[str]) -> int:
+    for line in lines:
+        print(line, file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one mas-ctl command; returns (and, as a script, exits with) its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except ApplicationInvalid as exc:
+        return _fail(EXIT_FAILED, [f"error: {p}" for p in exc.problems])
+    except (DocumentError, OverrideError) as exc:
+        return _fail(EXIT_USAGE, [f"error: {exc}"])
+    except RuntimeFailure as exc:
+        return _fail(EXIT_FAILED, [f"error: {exc}"])
+    except KeyboardInterrupt:
+        return _fail(EXIT_INTERRUPTED, ["interrupted"])
+    except Exception as exc:
+        if os.environ.get("MAS_DEBUG") == "1":
+            raise
+        return _fail(
+            EXIT_FAILED,
+            [f"internal error: {type(exc).__name__}: {exc} (MAS_DEBUG=1 shows the traceback)"],
+        )
+
+
+def run() -> None:
+    """Console-script wrapper."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

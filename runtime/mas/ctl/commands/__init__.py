@@ -1,0 +1,1 @@
+"""mas-ctl subcommands, one module each."""

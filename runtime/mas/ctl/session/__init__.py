@@ -1,0 +1,1 @@
+"""Session-level pieces shared by the mas-ctl modes."""

@@ -1,0 +1,84 @@
+"""Errors of the ``mas.infra`` layer.
+
+Every error a user can cause names the field path, the bad value and what is accepted.
+The tree::
+
+    InfraError                  base of everything raised here
+    ├── DocumentError           a file that cannot be read or is not a YAML mapping (usage error)
+    ├── OverrideError           a malformed --bind / --override / --infra-ref argument (usage error)
+    └── ApplicationInvalid      the document parsed but breaks one or more rules (all listed)
+        └── WiringError         one or more delegates_to targets resolve to nothing
+
+``ApplicationInvalid.problems`` holds every :class:`Problem`, never only the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One broken rule: where (a dotted field path) and what is wrong."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+@dataclass(frozen=True, order=True)
+class MissingTarget:
+    """A ``delegates_to`` entry that resolves to no local agent and no usable endpoint."""
+
+    source: str
+    target: str
+    index: int
+    hint: str = ""
+
+    @property
+    def problem(self) -> Problem:
+        message = (
+            f"delegation target {self.target!r} of agent {self.source!r} is neither an agent of "
+            "the agency nor an endpoint with usage use or use-and-deploy"
+        )
+        if self.hint:
+            message = f"{message} ({self.hint})"
+        return Problem(f"spec.agency.agents.{self.source}.spec.delegates_to[{self.index}]", message)
+
+
+class InfraError(Exception):
+    """Base of the errors raised by ``mas.infra``."""
+
+
+class DocumentError(InfraError):
+    """The input is not a readable YAML mapping."""
+
+
+class OverrideError(InfraError):
+    """A command-line edit of the document is malformed."""
+
+
+class ApplicationInvalid(InfraError):
+    """The document breaks one or more rules; ``problems`` lists every one."""
+
+    def __init__(
+        self, problems: Iterable[Problem], missing: Iterable[MissingTarget] = ()
+    ) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.missing: tuple[MissingTarget, ...] = tuple(sorted(missing))
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """One line per problem, field path first."""
+        return "\n".join(str(p) for p in self.problems)
+
+
+class WiringError(ApplicationInvalid):
+    """One or more ``delegates_to`` targets are missing; ``missing`` names each and its delegator."""
+
+    def __init__(self, missing: Iterable[MissingTarget]) -> None:
+        ordered = sorted(missing)
+        super().__init__((m.problem for m in ordered), ordered)

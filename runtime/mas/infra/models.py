@@ -1,0 +1,380 @@
+"""The typed model of the ``Application`` document (``infra.maslab.io/v1``).
+
+One model serves ``kubectl apply`` and the local tools: ``apiVersion`` may be
+``infra.maslab.io/v1`` or the short ``infra/v1``. Every model forbids unknown fields so a
+typo is an error that names the field, never a silently ignored setting. The field
+descriptions end up in the generated CRD (``crds/application.yaml``).
+
+Rules that need more than one field of the document (the advertised url, port collisions,
+usage versus agency membership, entry, plugin names) live in :mod:`mas.infra.validation`;
+``delegates_to`` reachability lives in :mod:`mas.infra.routes`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+API_GROUP = "infra.maslab.io"
+API_VERSION = "v1"
+KIND = "Application"
+PLURAL = "applications"
+SHORT_NAME = "masapp"
+ACCEPTED_API_VERSIONS = (f"{API_GROUP}/{API_VERSION}", f"infra/{API_VERSION}")
+
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+MAX_AGENTS = 200
+MAX_LIST = 100
+
+AgentId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=63, pattern=DNS_LABEL_PATTERN),
+    Field(description="An agent id: a DNS-1123 label (lowercase letters, digits and '-')."),
+]
+
+Usage = Literal["use", "deploy", "use-and-deploy"]
+DEPLOYED_USAGES: frozenset[str] = frozenset({"deploy", "use-and-deploy"})
+USED_USAGES: frozenset[str] = frozenset({"use", "use-and-deploy"})
+
+
+class Model(BaseModel):
+    """Base of every document model: unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class PluginSelector(Model):
+    """A plugin chosen by name from the runtime registry, with its parameters."""
+
+    type: str = Field(min_length=1, description="The plugin name in its registry category.")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Parameters passed to the plugin's constructor."
+    )
+
+
+class CommSelector(Model):
+    """The MAS-wide in-process comm variant: ``type`` or ``protocol``, with optional params."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.type) != has(self.protocol)",
+                    "message": "set exactly one of type or protocol",
+                }
+            ]
+        }
+    )
+
+    type: str | None = Field(default=None, description="The agent_comm plugin name.")
+    protocol: str | None = Field(
+        default=None, description="The protocol whose agent_comm plugin to use."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Parameters passed to the plugin's constructor."
+    )
+
+    @property
+    def name(self) -> str | None:
+        """The registry name this selector asks for."""
+        return self.type if self.type is not None else self.protocol
+
+
+class Skill(Model):
+    """One skill of an agent; each becomes an A2A AgentSkill on the card."""
+
+    id: str = Field(min_length=1, max_length=128, description="Unique skill id within the agent.")
+    name: str | None = Field(default=None, description="Human-readable name (defaults to the id).")
+    description: str | None = Field(default=None, description="What the skill does.")
+    tags: list[str] = Field(default_factory=list, max_length=MAX_LIST, description="Keywords.")
+    examples: list[str] = Field(
+        default_factory=list, max_length=MAX_LIST, description="Example prompts for the skill."
+    )
+
+
+class Provider(Model):
+    """The organization that provides an agent."""
+
+    organization: str = Field(default="MAS Lab", description="Provider organization.")
+    url: str | None = Field(default=None, description="Provider web site.")
+
+
+class AgentMetadata(Model):
+    """Manifest metadata of one agent."""
+
+    name: str | None = Field(default=None, description="Display name (defaults to the agent id).")
+    version: str = Field(default="0.1.0", description="Agent version published on its card.")
+    description: str | None = Field(default=None, description="Short description.")
+
+
+class AgentSpec(Model):
+    """What an agent does and whom it may delegate to."""
+
+    description: str | None = Field(default=None, description="Description for the AgentCard.")
+    skills: list[Skill] = Field(default_factory=list, max_length=MAX_LIST)
+    provider: Provider | None = Field(default=None, description="Provider for the AgentCard.")
+    delegates_to: list[AgentId] = Field(
+        default_factory=list,
+        max_length=MAX_LIST,
+        description="Agent ids this agent may delegate to: local agents or endpoints with "
+        "usage use or use-and-deploy.",
+    )
+    instructions: str | None = Field(default=None, description="System instructions.")
+    model: PluginSelector = Field(
+        default_factory=lambda: PluginSelector(type="echo"),
+        description="The model plugin (registry category 'model').",
+    )
+
+
+class AgentManifest(Model):
+    """One agent of the agency."""
+
+    metadata: AgentMetadata = Field(default_factory=AgentMetadata)
+    spec: AgentSpec = Field(default_factory=AgentSpec)
+
+
+class Agency(Model):
+    """The agents of the multi-agent system, keyed by agent id."""
+
+    agents: dict[AgentId, AgentManifest] = Field(
+        min_length=1, max_length=MAX_AGENTS, description="Agent manifests keyed by agent id."
+    )
+    entry: AgentId | None = Field(
+        default=None,
+        description="The entry agent id; required when the agency has more than one agent.",
+    )
+
+    def entry_agent(self) -> str | None:
+        """The entry agent id: ``entry``, or the only agent of a one-agent agency."""
+        if self.entry is not None:
+            return self.entry
+        if len(self.agents) == 1:
+            return next(iter(self.agents))
+        return None
+
+
+class SecretKeyRef(Model):
+    """A key of a Kubernetes Secret in the Application's namespace."""
+
+    name: str = Field(min_length=1, max_length=253, description="Secret name.")
+    key: str = Field(min_length=1, max_length=253, description="Key within the Secret.")
+
+
+class HeaderValue(Model):
+    """A header value: a literal ``value`` or a ``secret_key_ref``."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.value) != has(self.secret_key_ref)",
+                    "message": "set exactly one of value or secret_key_ref",
+                }
+            ]
+        }
+    )
+
+    value: str | None = Field(default=None, description="Literal header value.")
+    secret_key_ref: SecretKeyRef | None = Field(
+        default=None, description="Read the value from a Secret key."
+    )
+
+
+class A2ACapabilities(Model):
+    """A2A capabilities advertised on the AgentCard (camelCase, as A2A spells them)."""
+
+    streaming: bool = Field(default=True, description="Server-sent-event streaming.")
+    pushNotifications: bool = Field(default=False, description="Push notifications.")
+    extendedAgentCard: bool = Field(default=False, description="An authenticated extended card.")
+
+
+class A2AOptions(Model):
+    """A2A-specific options of an endpoint."""
+
+    capabilities: A2ACapabilities = Field(default_factory=A2ACapabilities)
+    grpc_port: int | None = Field(
+        default=None, ge=1, le=65535, description="Port of the gRPC listener, when one is served."
+    )
+    grpc_url: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Advertised gRPC address (host:port); defaults to the url's host and grpc_port.",
+    )
+
+
+class Endpoint(Model):
+    """The public protocol configuration of one agent, keyed by its exact agent id."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.url) || self.url.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]+/?$')",
+                    "message": "the advertised url cannot include a path prefix, query or fragment",
+                },
+            ]
+        }
+    )
+
+    protocol: str = Field(
+        default="a2a", min_length=1, description="The protocol; selects the agent_comm plugin."
+    )
+    url: str | None = Field(
+        default=None,
+        description="Advertised base URL (scheme://host:port, no path). For a deployed agent "
+        "in a cluster it defaults to the agent's Service DNS name.",
+    )
+    usage: Usage | None = Field(
+        default=None,
+        description="use: a client route; deploy: publicly served; use-and-deploy: both. "
+        "Defaults to use-and-deploy with legacy expose: true, else use.",
+    )
+    expose: bool | None = Field(
+        default=None, description="Legacy: expose: true reads as use-and-deploy when usage is absent."
+    )
+    headers: dict[str, HeaderValue] = Field(
+        default_factory=dict, max_length=50, description="Headers sent to the peer on every call."
+    )
+    timeout: float = Field(default=30.0, gt=0, le=3600, description="Call timeout in seconds.")
+    a2a: A2AOptions = Field(default_factory=A2AOptions)
+
+    @property
+    def effective_usage(self) -> Usage:
+        """``usage``; legacy ``expose: true`` reads as ``use-and-deploy`` when it is absent."""
+        if self.usage is not None:
+            return self.usage
+        if self.expose:
+            return "use-and-deploy"
+        return "use"
+
+    @property
+    def deployed(self) -> bool:
+        """Whether this endpoint marks public availability (a listener is bound)."""
+        return self.effective_usage in DEPLOYED_USAGES
+
+    @property
+    def used(self) -> bool:
+        """Whether this endpoint is an outbound route for delegations."""
+        return self.effective_usage in USED_USAGES
+
+
+class Defaults(Model):
+    """Defaults that apply when the Application omits a setting."""
+
+    agent_comm: CommSelector | None = Field(
+        default=None, description="The in-process comm variant when spec.agent_comm is absent."
+    )
+
+
+class ResourceRequirements(Model):
+    """Container resources, as in a Kubernetes container spec."""
+
+    requests: dict[str, str] = Field(default_factory=lambda: {"cpu": "100m", "memory": "256Mi"})
+    limits: dict[str, str] = Field(default_factory=lambda: {"memory": "512Mi"})
+
+
+class EnvVar(Model):
+    """An environment variable for the runtime container."""
+
+    name: str = Field(min_length=1, pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+    value: str | None = None
+    secret_key_ref: SecretKeyRef | None = None
+
+
+class NetworkPolicyOptions(Model):
+    """NetworkPolicies derived from the delegation graph."""
+
+    enabled: bool = Field(default=True, description="Create NetworkPolicies for the agent pods.")
+    metrics_namespace: str | None = Field(
+        default=None, description="Namespace allowed to scrape metrics (default: none)."
+    )
+
+
+class RuntimeSpec(Model):
+    """What the operator needs to run the agent pods."""
+
+    image: str = Field(default="ghcr.io/maslab/maslab:0.1.0", description="Runtime image.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
+    replicas: int = Field(default=1, ge=0, le=100, description="Replicas per deployed agent.")
+    autoscaling: bool = Field(
+        default=False, description="Leave replicas to an autoscaler (the operator stops setting it)."
+    )
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    env: list[EnvVar] = Field(default_factory=list, max_length=MAX_LIST)
+    service_account: str | None = Field(default=None, description="ServiceAccount of the pods.")
+    network_policy: NetworkPolicyOptions = Field(default_factory=NetworkPolicyOptions)
+
+
+class ApplicationSpec(Model):
+    """The multi-agent system and its public protocol endpoints."""
+
+    agency: Agency
+    endpoints: dict[AgentId, Endpoint] = Field(
+        default_factory=dict,
+        max_length=MAX_AGENTS,
+        description="Public protocol configuration keyed by the exact agent id.",
+    )
+    agent_comm: CommSelector | None = Field(
+        default=None, description="The MAS-wide in-process comm variant."
+    )
+    defaults: Defaults = Field(default_factory=Defaults)
+    runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
+
+
+class ObjectMeta(BaseModel):
+    """The part of Kubernetes object metadata the product reads; the rest is kept as is."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    namespace: str | None = None
+    generation: int | None = None
+    uid: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class Condition(Model):
+    """A status condition, following the Kubernetes API conventions."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+    observedGeneration: int | None = None
+    lastTransitionTime: str | None = None
+
+
+class AgentStatus(Model):
+    """Observed state of one deployed agent."""
+
+    ready: bool = False
+    replicas: int = 0
+    ready_replicas: int = 0
+    url: str | None = None
+    card_url: str | None = None
+
+
+class ApplicationStatus(Model):
+    """Observed state, recomputed from the world on every reconcile."""
+
+    model_config = ConfigDict(extra="allow")
+
+    observedGeneration: int | None = None
+    phase: str | None = None
+    agents_ready: str | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    agents: dict[str, AgentStatus] = Field(default_factory=dict)
+
+
+class Application(Model):
+    """An ``Application``: one multi-agent system and how it is exposed."""
+
+    apiVersion: Literal["infra.maslab.io/v1", "infra/v1"] = Field(
+        description="infra.maslab.io/v1 (infra/v1 is accepted by the local tools)."
+    )
+    kind: Literal["Application"]
+    metadata: ObjectMeta
+    spec: ApplicationSpec
+    status: ApplicationStatus | None = None

@@ -1,0 +1,145 @@
+"""The route builder: resolve every ``delegates_to`` target, and say what is hosted where.
+
+Resolution order for a target ``T`` of agent ``A`` (the spec's "Registry and routing"):
+
+1. an endpoint ``T`` with usage ``use`` or ``use-and-deploy`` gives a *remote* route through
+   the implementation its ``protocol`` selects, with the endpoint's url, headers and timeout
+   (this is also how an overlay deliberately routes a local agent remotely);
+2. otherwise a local agent ``T`` gives an *in-process* route through the MAS-wide comm
+   variant (``spec.agent_comm``, then ``spec.defaults.agent_comm``, then the library default);
+3. otherwise wiring fails: :class:`~mas.infra.errors.WiringError` lists every missing target
+   and who delegates to it.
+
+Hosting: an agent with a deployed endpoint gets a runtime of its own; the agents it reaches
+through in-process routes (private workers, transitively) run inside that runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mas.infra.errors import MissingTarget, WiringError
+from mas.infra.models import Application, HeaderValue
+
+LIBRARY_DEFAULT_AGENT_COMM = "local"
+
+RouteKind = Literal["local", "remote"]
+
+
+@dataclass(frozen=True)
+class CommChoice:
+    """The in-process comm variant and where it came from."""
+
+    name: str
+    params: Mapping[str, Any]
+    source: Literal["spec.agent_comm", "spec.defaults.agent_comm", "library default"]
+
+
+@dataclass(frozen=True)
+class Route:
+    """How ``source`` reaches ``target`` when it delegates."""
+
+    source: str
+    target: str
+    kind: RouteKind
+    protocol: str
+    url: str | None = None
+    headers: Mapping[str, HeaderValue] = field(default_factory=dict)
+    timeout: float | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Listener:
+    """A deployed endpoint: the process hosting ``agent`` binds it."""
+
+    agent: str
+    protocol: str
+    url: str | None
+    grpc_port: int | None
+    grpc_url: str | None
+
+
+@dataclass(frozen=True)
+class Routes:
+    """The wiring of a whole Application."""
+
+    routes: tuple[Route, ...]
+    listeners: tuple[Listener, ...]
+    runtimes: Mapping[str, tuple[str, ...]]
+    agent_comm: CommChoice
+
+    def from_agent(self, source: str) -> tuple[Route, ...]:
+        """The routes of one delegating agent, in ``delegates_to`` order."""
+        return tuple(r for r in self.routes if r.source == source)
+
+    def listener(self, agent: str) -> Listener | None:
+        """The deployed endpoint of ``agent``, if it has one."""
+        return next((item for item in self.listeners if item.agent == agent), None)
+
+    def hosted_with(self, roots: tuple[str, ...]) -> tuple[str, ...]:
+        """``roots`` and every agent they reach through in-process routes, transitively."""
+        seen: list[str] = []
+        stack = list(reversed(roots))
+        while stack:
+            agent = stack.pop()
+            if agent in seen:
+                continue
+            seen.append(agent)
+            stack.extend(
+                r.target for r in reversed(self.from_agent(agent)) if r.kind == "local"
+            )
+        return tuple(seen)
+
+
+def choose_agent_comm(app: Application) -> CommChoice:
+    """The MAS-wide in-process comm variant (not chosen by delegation, not hardcoded by ctl)."""
+    spec = app.spec
+    if spec.agent_comm is not None and spec.agent_comm.name is not None:
+        return CommChoice(spec.agent_comm.name, spec.agent_comm.params, "spec.agent_comm")
+    default = spec.defaults.agent_comm
+    if default is not None and default.name is not None:
+        return CommChoice(default.name, default.params, "spec.defaults.agent_comm")
+    return CommChoice(LIBRARY_DEFAULT_AGENT_COMM, {}, "library default")
+
+
+def build_routes(app: Application) -> Routes:
+    """Resolve every ``delegates_to`` target of every local agent; raise on any missing one."""
+    spec = app.spec
+    comm = choose_agent_comm(app)
+    routes: list[Route] = []
+    missing: list[MissingTarget] = []
+    for source, manifest in spec.agency.agents.items():
+        for index, target in enumerate(manifest.spec.delegates_to):
+            endpoint = spec.endpoints.get(target)
+            if endpoint is not None and endpoint.used:
+                routes.append(
+                    Route(
+                        source,
+                        target,
+                        "remote",
+                        endpoint.protocol,
+                        endpoint.url,
+                        endpoint.headers,
+                        endpoint.timeout,
+                    )
+                )
+            elif target in spec.agency.agents:
+                routes.append(Route(source, target, "local", comm.name, params=comm.params))
+            else:
+                hint = ""
+                if endpoint is not None:
+                    hint = f"endpoint {target!r} has usage: {endpoint.effective_usage}, which is not a route"
+                missing.append(MissingTarget(source, target, index, hint))
+    if missing:
+        raise WiringError(missing)
+    listeners = tuple(
+        Listener(agent, ep.protocol, ep.url, ep.a2a.grpc_port, ep.a2a.grpc_url)
+        for agent, ep in spec.endpoints.items()
+        if ep.deployed and agent in spec.agency.agents
+    )
+    partial = Routes(tuple(routes), listeners, {}, comm)
+    runtimes = {item.agent: partial.hosted_with((item.agent,)) for item in listeners}
+    return Routes(tuple(routes), listeners, runtimes, comm)

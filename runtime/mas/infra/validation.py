@@ -1,0 +1,240 @@
+"""Whole-document rules of an ``Application``, every failure reported together.
+
+:func:`parse_application` turns a mapping into the typed model (schema errors become
+:class:`~mas.infra.errors.Problem` lines); :func:`check_application` applies the rules that
+need more than one field. Plugin names are checked against the names the caller passes
+(the runtime registry decides what is valid; this layer stays pure).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from mas.infra.addresses import AddressError, HostPort, parse_advertised_url, parse_grpc_address
+from mas.infra.errors import ApplicationInvalid, Problem
+from mas.infra.models import ACCEPTED_API_VERSIONS, Application, CommSelector, Endpoint
+
+
+@dataclass(frozen=True)
+class KnownPlugins:
+    """Plugin names the registry offers, by the role the document gives them."""
+
+    agent_comm: Collection[str] = field(default_factory=lambda: ("local", "a2a"))
+    agent_expose: Collection[str] = field(default_factory=lambda: ("a2a",))
+    model: Collection[str] = field(default_factory=lambda: ("echo", "scripted", "openai"))
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def problems_from_pydantic(error: ValidationError) -> list[Problem]:
+    """One :class:`Problem` per schema error, with the field path, the value and the rule."""
+    problems = []
+    for item in error.errors(include_url=False):
+        loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        if item["type"] == "missing":
+            problems.append(Problem(_path(loc), "is required"))
+        elif item["type"] == "extra_forbidden":
+            problems.append(Problem(_path(loc), "is not a known field"))
+        elif _path(loc) == "apiVersion":
+            problems.append(
+                Problem("apiVersion", f"{_shown(item['input'])} is not accepted; accepted: "
+                        + " or ".join(ACCEPTED_API_VERSIONS))
+            )
+        else:
+            problems.append(Problem(_path(loc), f"{_shown(item['input'])}: {item['msg']}"))
+    return sorted(set(problems))
+
+
+def parse_application(data: Mapping[str, Any]) -> Application:
+    """The typed model of ``data``; :class:`ApplicationInvalid` lists every schema error."""
+    try:
+        return Application.model_validate(data)
+    except ValidationError as exc:
+        raise ApplicationInvalid(problems_from_pydantic(exc)) from None
+
+
+def _comm_problems(where: str, selector: CommSelector | None, known: Collection[str]) -> list[Problem]:
+    if selector is None:
+        return []
+    if (selector.type is None) == (selector.protocol is None):
+        return [Problem(where, "set exactly one of type or protocol")]
+    key = "type" if selector.type is not None else "protocol"
+    if selector.name not in known:
+        return [
+            Problem(
+                f"{where}.{key}",
+                f"{selector.name!r} is not a known agent_comm plugin; known: {', '.join(sorted(known))}",
+            )
+        ]
+    return []
+
+
+def _endpoint_problems(
+    agent_id: str,
+    endpoint: Endpoint,
+    agents: Collection[str],
+    known: KnownPlugins,
+    require_urls: bool,
+    cards: dict[HostPort, list[str]],
+) -> list[Problem]:
+    where = f"spec.endpoints.{agent_id}"
+    problems: list[Problem] = []
+    if endpoint.protocol not in known.agent_comm:
+        problems.append(
+            Problem(
+                f"{where}.protocol",
+                f"{endpoint.protocol!r} is not a known protocol; known: "
+                + ", ".join(sorted(known.agent_comm)),
+            )
+        )
+    elif endpoint.deployed and endpoint.protocol not in known.agent_expose:
+        problems.append(
+            Problem(
+                f"{where}.protocol",
+                f"{endpoint.protocol!r} cannot be deployed (no agent_expose plugin); deployable: "
+                + ", ".join(sorted(known.agent_expose)),
+            )
+        )
+    if endpoint.deployed and agent_id not in agents:
+        problems.append(
+            Problem(
+                f"{where}.usage",
+                f"{endpoint.effective_usage!r} needs an agent of the agency to deploy, and "
+                f"{agent_id!r} is not one (agents: {', '.join(sorted(agents))}); an external "
+                "agent takes usage: use",
+            )
+        )
+    http: HostPort | None = None
+    if endpoint.url is None:
+        if not endpoint.deployed:
+            problems.append(
+                Problem(f"{where}.url", "is required for usage: use (the peer's scheme://host:port)")
+            )
+        elif require_urls:
+            problems.append(
+                Problem(
+                    f"{where}.url",
+                    "is required to serve the agent outside a cluster (scheme://host:port); "
+                    "only the operator defaults it to the Service DNS name",
+                )
+            )
+    else:
+        try:
+            http = parse_advertised_url(endpoint.url)
+        except AddressError as exc:
+            problems.append(Problem(f"{where}.url", str(exc)))
+    problems += _grpc_problems(where, endpoint, http, cards)
+    if endpoint.deployed and http is not None:
+        cards[http].append(f"{where}.url")
+    return problems
+
+
+def _grpc_problems(
+    where: str, endpoint: Endpoint, http: HostPort | None, cards: dict[HostPort, list[str]]
+) -> list[Problem]:
+    options = endpoint.a2a
+    if options.grpc_port is None and options.grpc_url is None:
+        return []
+    if endpoint.protocol != "a2a":
+        return [Problem(f"{where}.a2a", f"gRPC settings need protocol 'a2a', not {endpoint.protocol!r}")]
+    problems: list[Problem] = []
+    grpc: HostPort | None = None
+    if options.grpc_url is not None:
+        try:
+            grpc = parse_grpc_address(options.grpc_url)
+        except AddressError as exc:
+            problems.append(Problem(f"{where}.a2a.grpc_url", str(exc)))
+    elif http is not None and options.grpc_port is not None:
+        grpc = HostPort(http.host, options.grpc_port)
+    if http is not None and options.grpc_port == http.port:
+        problems.append(
+            Problem(
+                f"{where}.a2a.grpc_port",
+                f"{options.grpc_port} is the url's HTTP port; gRPC needs a port of its own",
+            )
+        )
+    elif grpc is not None and http is not None and grpc == http:
+        problems.append(
+            Problem(f"{where}.a2a.grpc_url", f"{options.grpc_url!r} is the url's own host:port")
+        )
+    if endpoint.deployed and grpc is not None:
+        cards[grpc].append(f"{where}.a2a.grpc")
+    return problems
+
+
+def check_application(
+    app: Application, known: KnownPlugins | None = None, *, require_urls: bool = True
+) -> list[Problem]:
+    """Every rule broken by ``app`` beyond its schema (``delegates_to`` is wiring's job).
+
+    ``require_urls`` is off for the operator, which defaults a deployed agent's url to its
+    Service DNS name.
+    """
+    known = known or KnownPlugins()
+    spec = app.spec
+    agents = set(spec.agency.agents)
+    problems: list[Problem] = []
+    if spec.agency.entry is not None and spec.agency.entry not in agents:
+        problems.append(
+            Problem(
+                "spec.agency.entry",
+                f"{spec.agency.entry!r} is not an agent of the agency; agents: "
+                + ", ".join(sorted(agents)),
+            )
+        )
+    elif spec.agency.entry_agent() is None:
+        problems.append(
+            Problem("spec.agency.entry", "is required when the agency has more than one agent")
+        )
+    problems += _comm_problems("spec.agent_comm", spec.agent_comm, known.agent_comm)
+    problems += _comm_problems("spec.defaults.agent_comm", spec.defaults.agent_comm, known.agent_comm)
+    for agent_id, manifest in spec.agency.agents.items():
+        where = f"spec.agency.agents.{agent_id}.spec"
+        if manifest.spec.model.type not in known.model:
+            problems.append(
+                Problem(
+                    f"{where}.model.type",
+                    f"{manifest.spec.model.type!r} is not a known model plugin; known: "
+                    + ", ".join(sorted(known.model)),
+                )
+            )
+        seen: set[str] = set()
+        for index, target in enumerate(manifest.spec.delegates_to):
+            if target in seen:
+                problems.append(
+                    Problem(f"{where}.delegates_to[{index}]", f"{target!r} is listed twice")
+                )
+            seen.add(target)
+    cards: dict[HostPort, list[str]] = defaultdict(list)
+    for agent_id, endpoint in spec.endpoints.items():
+        problems += _endpoint_problems(agent_id, endpoint, agents, known, require_urls, cards)
+    for address, owners in cards.items():
+        if len(owners) > 1:
+            for owner in owners:
+                others = ", ".join(o for o in owners if o != owner)
+                problems.append(
+                    Problem(
+                        owner,
+                        f"{address} is also served by {others}; a single port cannot host "
+                        "multiple independent AgentCards",
+                    )
+                )
+    return sorted(set(problems))

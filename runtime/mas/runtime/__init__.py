@@ -1,0 +1,1 @@
+"""The agent runtime: contracts, plugins and the registry that selects them."""
