@@ -7,7 +7,11 @@ The tree::
     │   ├── UnknownPlugin          no plugin of that name in the category (lists the known ones)
     │   ├── PluginLoadError        a plugin's code failed to import or is not callable
     │   └── PluginConfigError      the plugin refused its parameters
-    └── (the runtime issue adds delegation, comm and mailbox errors here)
+    ├── CommError                  an outbound send failed (becomes a tool error for the model)
+    │   ├── PeerUnavailable        the peer cannot be reached (connection refused, DNS, closed)
+    │   ├── PeerTimeout            no answer within the endpoint timeout
+    │   └── PeerProtocolError      the peer answered something that is not the protocol
+    └── (the runtime issue adds delegation and mailbox errors here)
 """
 
 from __future__ import annotations
@@ -37,3 +41,19 @@ class PluginLoadError(RegistryError):
 
 class PluginConfigError(RegistryError):
     """A plugin refused the parameters it was given."""
+
+
+class CommError(RuntimeFailure):
+    """An outbound send failed; the message says which peer and why."""
+
+
+class PeerUnavailable(CommError):
+    """The peer cannot be reached."""
+
+
+class PeerTimeout(CommError):
+    """The peer did not answer within the timeout."""
+
+
+class PeerProtocolError(CommError):
+    """The peer's answer is not valid protocol."""

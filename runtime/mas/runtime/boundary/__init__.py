@@ -1,0 +1,1 @@
+"""The contracts the runtime checks; plugins implement them."""
