@@ -36,13 +36,20 @@ CHILD_KINDS = (
 )
 
 
-def secrets_hash(agent: AgentPlan, versions: Mapping[str, str]) -> str:
+def referenced_secrets(plan: Plan, agent: AgentPlan) -> list[str]:
+    """The Secrets the pods of ``agent`` read: its secret env vars and ``spec.runtime.env``."""
+    names = {ref.name for ref in agent.secrets}
+    names |= {e.secret_key_ref.name for e in plan.app.spec.runtime.env if e.secret_key_ref}
+    return sorted(names)
+
+
+def secrets_hash(plan: Plan, agent: AgentPlan, versions: Mapping[str, str]) -> str:
     """A digest of the resourceVersions of the Secrets ``agent`` references.
 
     ``versions`` maps a Secret name to its resourceVersion (``"missing"`` when absent), so
     editing a referenced Secret rolls the pods that read it.
     """
-    names = sorted({ref.name for ref in agent.secrets})
+    names = referenced_secrets(plan, agent)
     text = ";".join(f"{name}={versions.get(name, 'missing')}" for name in names)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -53,7 +60,7 @@ def build_agent_children(
     """The children of one deployed agent, in apply order."""
     configmap = build_configmap(plan, agent)
     digest = config_hash(configmap["data"])
-    secrets = None if secret_versions is None else secrets_hash(agent, secret_versions)
+    secrets = None if secret_versions is None else secrets_hash(plan, agent, secret_versions)
     children = [
         configmap,
         build_service(plan, agent),
@@ -76,4 +83,4 @@ def build_children(
 
 def secret_names(plan: Plan) -> list[str]:
     """The Secrets any runtime of the plan reads."""
-    return sorted({ref.name for agent in plan.agents for ref in agent.secrets})
+    return sorted({name for agent in plan.agents for name in referenced_secrets(plan, agent)})

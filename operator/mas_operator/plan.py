@@ -163,7 +163,7 @@ def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> A
         if peer is not None:
             peers.append(peer)
         secrets += find_secret_refs(model.params)
-    secrets += [env.secret_key_ref for env in spec.runtime.env if env.secret_key_ref]
+    unique_secrets = {(ref.name, ref.key): ref for ref in secrets}
     return AgentPlan(
         agent=agent,
         name=child_name(app.metadata.name, agent),
@@ -174,7 +174,7 @@ def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> A
         hosted=hosted,
         routes=routes,
         peers=_unique(peers),
-        secrets=_unique(secrets),
+        secrets=tuple(unique_secrets.values()),
     )
 
 

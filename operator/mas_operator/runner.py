@@ -89,8 +89,8 @@ def connection_info(cfg: k8s.Configuration) -> kopf.ConnectionInfo:
     """kopf's credentials from the same client configuration the reconciler uses."""
     if cfg.refresh_api_key_hook is not None:
         cfg.refresh_api_key_hook(cfg)
-    auth = str((cfg.api_key or {}).get("authorization") or "")
-    scheme, _, token = auth.partition(" ")
+    auth = str(cfg.get_api_key_with_prefix("BearerToken", alias="authorization") or "")
+    scheme, _, token = auth.strip().partition(" ")
     return kopf.ConnectionInfo(
         server=cfg.host,
         ca_path=cfg.ssl_ca_cert,
