@@ -22,8 +22,11 @@ REPO = TESTS.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from envtest.fixtures import control_plane, envtest_namespace  # noqa: E402, F401
+from envtest import fixtures as envtest_fixtures  # noqa: E402
 from operator_support import RunningOperator, crd_document  # noqa: E402
+
+control_plane = envtest_fixtures.control_plane
+envtest_namespace = envtest_fixtures.envtest_namespace
 
 from mas_operator.runner import OperatorOptions  # noqa: E402
 
