@@ -110,7 +110,7 @@ def problems_from_pydantic(error: ValidationError) -> list[Problem]:
             )
         else:
             problems.append(Problem(_path(loc), f"{_shown(item['input'])}: {item['msg']}"))
-    return sorted(set(problems))
+    return sorted({Problem(p.path or "(document)", p.message) for p in problems})
 
 
 def parse_application(data: Mapping[str, Any]) -> Application:
