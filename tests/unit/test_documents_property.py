@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -114,8 +115,6 @@ def test_arbitrary_mapping_is_valid_or_names_a_field(doc: Any) -> None:
 def test_validate_command_never_crashes(
     doc: Any, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import yaml
-
     path = tmp_path_factory.mktemp("doc") / "app.yaml"
     path.write_text(yaml.safe_dump(doc))
     code = main(["validate", "-f", str(path)])
