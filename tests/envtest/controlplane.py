@@ -37,6 +37,7 @@ Environment:
 from __future__ import annotations
 
 import atexit
+import base64
 import datetime
 import ipaddress
 import json
@@ -344,7 +345,14 @@ def write_kubeconfig(path: Path, server: str, ca_file: Path, token: str, user: s
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
-            {"name": "envtest", "cluster": {"server": server, "certificate-authority": str(ca_file)}}
+            {
+                "name": "envtest",
+                "cluster": {
+                    "server": server,
+                    # Inline, so the file works wherever it is copied to.
+                    "certificate-authority-data": base64.b64encode(Path(ca_file).read_bytes()).decode(),
+                },
+            }
         ],
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": user}}],
@@ -483,17 +491,28 @@ class ControlPlane:
             )
         t0 = time.monotonic()
         deadline = t0 + self.start_timeout
-        self._started = True
-        atexit.register(self.stop)
-        try:
-            self._prepare()
-            self._start_etcd(deadline)
-            self._start_apiserver(deadline)
-            if self.with_controller_manager:
-                self._start_controller_manager(deadline)
-        except BaseException:
-            self.stop()
-            raise
+        attempt = 1
+        while True:
+            self._started = True
+            atexit.register(self.stop)
+            try:
+                self._prepare()
+                self._start_etcd(deadline)
+                self._start_apiserver(deadline)
+                if self.with_controller_manager:
+                    self._start_controller_manager(deadline)
+                break
+            except ControlPlaneError as e:
+                self.stop()
+                # A port picked as free can be taken before the child binds it.
+                if attempt < 3 and "address already in use" in str(e) and time.monotonic() < deadline:
+                    log.warning("envtest: port clash on start-up, retrying (%d)", attempt)
+                    attempt += 1
+                    continue
+                raise
+            except BaseException:
+                self.stop()
+                raise
         self.startup_seconds = time.monotonic() - t0
         log.info("envtest control plane up at %s in %.1fs (work dir %s)",
                  self.server_url, self.startup_seconds, self.work_dir)
@@ -530,6 +549,8 @@ class ControlPlane:
             self.work_dir.mkdir(parents=True, exist_ok=True)
         else:
             self.work_dir = Path(tempfile.mkdtemp(prefix="maslab-envtest-"))
+        self._procs = []
+        shutil.rmtree(self.work_dir / "etcd", ignore_errors=True)  # always a fresh cluster
         (self.work_dir / "logs").mkdir(exist_ok=True)
         self.pki = generate_pki(self.work_dir / "pki")
         self.ca_path = self.pki["ca_crt"]

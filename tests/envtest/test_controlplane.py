@@ -329,6 +329,36 @@ def test_start_failure_reports_log_tail() -> None:
     assert bad.work_dir is not None and not bad.work_dir.exists()  # cleaned up
 
 
+@pytest.mark.envtest
+@pytest.mark.timeout(START)
+def test_start_retries_after_port_clash(monkeypatch) -> None:
+    """A port taken between picking and binding makes start() retry, not fail."""
+    import socket
+
+    from . import controlplane as cpmod
+
+    require_envtest()
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    clash = taken.getsockname()[1]
+    calls = []
+    real = cpmod.free_port
+
+    def free_port(host: str = "127.0.0.1") -> int:
+        calls.append(1)
+        return clash if len(calls) == 3 else real(host)  # 3rd pick: the apiserver's
+
+    monkeypatch.setattr(cpmod, "free_port", free_port)
+    try:
+        with ControlPlane(controller_manager=False, start_timeout=60) as cp:
+            assert not cp.server_url.endswith(f":{clash}")
+            assert client.VersionApi(cp.api_client()).get_code().major == "1"
+    finally:
+        taken.close()
+    assert len(calls) > 3
+
+
 # -- run everywhere: the skip/fail logic -------------------------------------
 
 
