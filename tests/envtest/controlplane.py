@@ -741,7 +741,12 @@ class ControlPlane:
         if not self._started or self.kubeconfig_path is None:
             raise ControlPlaneError("control plane is not running")
 
-    def user_kubeconfig(self, token: str | None = None, name: str = "user", path: str | os.PathLike[str] | None = None) -> Path:
+    def user_kubeconfig(
+        self,
+        token: str | None = None,
+        name: str = "user",
+        path: str | os.PathLike[str] | None = None,
+    ) -> Path:
         """Write a kubeconfig that authenticates with ``token`` (default: the non-admin user's)."""
         self._require_started()
         assert self.work_dir is not None and self.ca_path is not None
