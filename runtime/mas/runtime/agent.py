@@ -151,7 +151,7 @@ class Agent(TurnRunner):
                         message=f"the model of agent {self.agent_id!r} failed: {exc}",
                     )
                     return
-                _close_generation(state, calls)
+                _close_generation(state, calls if ask is None else None)
                 if ask is not None:
                     state.added.append(ChatMessage("assistant", ask))
                     conversation.question = ask
