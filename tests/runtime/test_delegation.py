@@ -261,7 +261,7 @@ async def test_a_slow_local_peer_is_a_timeout_tool_error_and_keeps_running() -> 
             },
             "sloth": {"model": scripted({"match": ".", "wait_ms": 600_000, "reply": "late"})},
         },
-        agent_comm={"type": "local", "params": {"timeout": 0.2}},
+        agent_comm={"type": "local", "params": {"timeout": 0.5}},
     )
     host = RuntimeHost.build(app, ["boss"])
     try:
@@ -270,7 +270,7 @@ async def test_a_slow_local_peer_is_a_timeout_tool_error_and_keeps_running() -> 
         )
         assert (
             final.text
-            == "gave up: delegation to 'sloth' failed: agent 'sloth' did not answer within 0.2 s"
+            == "gave up: delegation to 'sloth' failed: agent 'sloth' did not answer within 0.5 s"
         )
         # the peer's turn was not interrupted: it is still running in its own session
         [peer_session] = host.mailbox("sloth").sessions()
