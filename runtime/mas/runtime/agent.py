@@ -115,7 +115,7 @@ class Agent(TurnRunner):
         question, conversation.question = conversation.question, None
         depth = _depth(turn.metadata.get(DELEGATION_DEPTH))
         correlation = str(turn.metadata.get(CORRELATION_ID) or turn.turn_id)
-        state = _TurnState(added=[ChatMessage("user", turn.text)])
+        state = _TurnState(added=[ChatMessage("user", turn.text, data=turn.data)])
         finished = False
         try:
             for _step in range(self._max_steps):
