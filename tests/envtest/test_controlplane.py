@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 from kubernetes import client
@@ -107,7 +107,12 @@ def test_api_server_answers_version(control_plane: ControlPlane) -> None:
     assert control_plane.server_url.startswith("https://127.0.0.1:")
     # Every API group a real apiserver serves, including the aggregated ones.
     groups = {g.name for g in client.ApisApi(control_plane.api_client()).get_api_versions().groups}
-    assert {"apps", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io"} <= groups
+    assert {
+        "apps",
+        "rbac.authorization.k8s.io",
+        "apiextensions.k8s.io",
+        "coordination.k8s.io",
+    } <= groups
 
 
 @pytest.mark.envtest
@@ -140,7 +145,9 @@ def test_namespace_and_configmap_round_trip(control_plane: ControlPlane) -> None
 
 @pytest.mark.envtest
 @pytest.mark.timeout(START)
-def test_crd_and_custom_object(control_plane: ControlPlane, widgets: str, envtest_namespace: str) -> None:
+def test_crd_and_custom_object(
+    control_plane: ControlPlane, widgets: str, envtest_namespace: str
+) -> None:
     objs = client.CustomObjectsApi(control_plane.api_client())
     created = objs.create_namespaced_custom_object(
         TEST_GROUP, "v1", envtest_namespace, widgets, widget("w1", 1, 3, colour="blue")
@@ -152,7 +159,9 @@ def test_crd_and_custom_object(control_plane: ControlPlane, widgets: str, envtes
     assert [i["metadata"]["name"] for i in listed["items"]] == ["w1"]
     # The status subresource exists and is separate from the main resource.
     got["status"] = {"ready": True}
-    objs.replace_namespaced_custom_object_status(TEST_GROUP, "v1", envtest_namespace, widgets, "w1", got)
+    objs.replace_namespaced_custom_object_status(
+        TEST_GROUP, "v1", envtest_namespace, widgets, "w1", got
+    )
 
 
 @pytest.mark.envtest
@@ -174,7 +183,9 @@ def test_cel_validation_rejects_bad_object(
         )
     assert err.value.status == 422
     # A good object still goes in, and CEL also guards updates.
-    objs.create_namespaced_custom_object(TEST_GROUP, "v1", envtest_namespace, widgets, widget("ok", 1, 2))
+    objs.create_namespaced_custom_object(
+        TEST_GROUP, "v1", envtest_namespace, widgets, widget("ok", 1, 2)
+    )
     with pytest.raises(ApiException) as err:
         objs.patch_namespaced_custom_object(
             TEST_GROUP, "v1", envtest_namespace, widgets, "ok", {"spec": {"minReplicas": 9}}
@@ -184,7 +195,9 @@ def test_cel_validation_rejects_bad_object(
 
 @pytest.mark.envtest
 @pytest.mark.timeout(START)
-def test_server_side_apply_field_managers(control_plane: ControlPlane, envtest_namespace: str) -> None:
+def test_server_side_apply_field_managers(
+    control_plane: ControlPlane, envtest_namespace: str
+) -> None:
     cm = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -196,9 +209,7 @@ def test_server_side_apply_field_managers(control_plane: ControlPlane, envtest_n
     assert ("manager-a", "Apply") in managers
 
     # A second manager adds its own field: both fields stay.
-    [out] = control_plane.apply_yaml(
-        {**cm, "data": {"owned-by-b": "2"}}, field_manager="manager-b"
-    )
+    [out] = control_plane.apply_yaml({**cm, "data": {"owned-by-b": "2"}}, field_manager="manager-b")
     assert out["data"] == {"owned-by-a": "1", "owned-by-b": "2"}
 
     # Manager b claiming a's field conflicts unless forced.
@@ -206,7 +217,9 @@ def test_server_side_apply_field_managers(control_plane: ControlPlane, envtest_n
 
     with pytest.raises(ConflictError) as err:
         control_plane.apply_yaml(
-            {**cm, "data": {"owned-by-a": "changed"}}, field_manager="manager-b", force_conflicts=False
+            {**cm, "data": {"owned-by-a": "changed"}},
+            field_manager="manager-b",
+            force_conflicts=False,
         )
     assert "manager-a" in str(err.value.body)
     [out] = control_plane.apply_yaml(
@@ -221,21 +234,30 @@ def test_server_side_apply_field_managers(control_plane: ControlPlane, envtest_n
 
 @pytest.mark.envtest
 @pytest.mark.timeout(START)
-def test_garbage_collector_deletes_dependents(control_plane: ControlPlane, envtest_namespace: str) -> None:
+def test_garbage_collector_deletes_dependents(
+    control_plane: ControlPlane, envtest_namespace: str
+) -> None:
     core = client.CoreV1Api(control_plane.api_client())
     ns = envtest_namespace
     owner = core.create_namespaced_config_map(
         ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="owner"))
     )
     ref = client.V1OwnerReference(
-        api_version="v1", kind="ConfigMap", name="owner", uid=owner.metadata.uid, block_owner_deletion=True
+        api_version="v1",
+        kind="ConfigMap",
+        name="owner",
+        uid=owner.metadata.uid,
+        block_owner_deletion=True,
     )
     core.create_namespaced_config_map(
         ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="child", owner_references=[ref]))
     )
     core.delete_namespaced_config_map("owner", ns)  # background propagation
-    took = wait_for("the child ConfigMap to be garbage-collected",
-                    gone(lambda: core.read_namespaced_config_map("child", ns)), 60)
+    took = wait_for(
+        "the child ConfigMap to be garbage-collected",
+        gone(lambda: core.read_namespaced_config_map("child", ns)),
+        60,
+    )
     print(f"dependent garbage-collected in {took:.1f}s")
 
 
@@ -261,16 +283,24 @@ def test_garbage_collector_with_custom_owner(
         TEST_GROUP, "v1", ns, widgets, "owner", propagation_policy="Foreground"
     )
     # The garbage collector picks up a new CRD from discovery (every 30 s).
-    took = wait_for("the Widget's ConfigMap to be garbage-collected",
-                    gone(lambda: core.read_namespaced_config_map("child", ns)), 100)
-    wait_for("the Widget to be deleted",
-             gone(lambda: objs.get_namespaced_custom_object(TEST_GROUP, "v1", ns, widgets, "owner")), 30)
+    took = wait_for(
+        "the Widget's ConfigMap to be garbage-collected",
+        gone(lambda: core.read_namespaced_config_map("child", ns)),
+        100,
+    )
+    wait_for(
+        "the Widget to be deleted",
+        gone(lambda: objs.get_namespaced_custom_object(TEST_GROUP, "v1", ns, widgets, "owner")),
+        30,
+    )
     print(f"custom owner's dependent garbage-collected in {took:.1f}s")
 
 
 @pytest.mark.envtest
 @pytest.mark.timeout(START)
-def test_rbac_forbids_then_allows_non_admin(control_plane: ControlPlane, envtest_namespace: str) -> None:
+def test_rbac_forbids_then_allows_non_admin(
+    control_plane: ControlPlane, envtest_namespace: str
+) -> None:
     ns = envtest_namespace
     user = client.CoreV1Api(control_plane.user_api_client())
     with pytest.raises(ApiException) as err:
@@ -279,16 +309,29 @@ def test_rbac_forbids_then_allows_non_admin(control_plane: ControlPlane, envtest
     assert control_plane.user_name in err.value.body
 
     rbac = client.RbacAuthorizationV1Api(control_plane.api_client())
-    rbac.create_namespaced_role(ns, client.V1Role(
-        metadata=client.V1ObjectMeta(name="secret-reader"),
-        rules=[client.V1PolicyRule(api_groups=[""], resources=["secrets"], verbs=["get", "list"])],
-    ))
-    rbac.create_namespaced_role_binding(ns, client.V1RoleBinding(
-        metadata=client.V1ObjectMeta(name="secret-reader"),
-        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name="secret-reader"),
-        subjects=[client.RbacV1Subject(kind="User", name=control_plane.user_name,
-                                       api_group="rbac.authorization.k8s.io")],
-    ))
+    rbac.create_namespaced_role(
+        ns,
+        client.V1Role(
+            metadata=client.V1ObjectMeta(name="secret-reader"),
+            rules=[
+                client.V1PolicyRule(api_groups=[""], resources=["secrets"], verbs=["get", "list"])
+            ],
+        ),
+    )
+    rbac.create_namespaced_role_binding(
+        ns,
+        client.V1RoleBinding(
+            metadata=client.V1ObjectMeta(name="secret-reader"),
+            role_ref=client.V1RoleRef(
+                api_group="rbac.authorization.k8s.io", kind="Role", name="secret-reader"
+            ),
+            subjects=[
+                client.RbacV1Subject(
+                    kind="User", name=control_plane.user_name, api_group="rbac.authorization.k8s.io"
+                )
+            ],
+        ),
+    )
 
     def allowed() -> bool:
         try:
@@ -396,10 +439,18 @@ def test_pki_verifies(backend: str, tmp_path, monkeypatch) -> None:
         monkeypatch.setitem(sys.modules, "cryptography", None)  # import fails: use openssl
     paths = generate_pki(tmp_path)
     for name in ("tls_crt", "proxy_crt"):
-        r = subprocess.run(["openssl", "verify", "-CAfile", str(paths["ca_crt"]), str(paths[name])],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            ["openssl", "verify", "-CAfile", str(paths["ca_crt"]), str(paths[name])],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert r.returncode == 0, r.stdout + r.stderr
-    text = subprocess.run(["openssl", "x509", "-noout", "-text", "-in", str(paths["tls_crt"])],
-                          capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        ["openssl", "x509", "-noout", "-text", "-in", str(paths["tls_crt"])],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "IP Address:127.0.0.1" in text and "DNS:kubernetes.default.svc" in text
     assert oct(paths["sa_key"].stat().st_mode & 0o777) == "0o600"
