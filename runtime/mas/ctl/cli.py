@@ -20,7 +20,7 @@ from mas.runtime.errors import RuntimeFailure
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # Each module has ``register(subparsers)``; its parser sets ``handler(args) -> int``.
-COMMAND_MODULES = ("validate", "routes")
+COMMAND_MODULES = ("validate", "routes", "steer", "cancel", "ps")
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -62,6 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(EXIT_FAILED, [f"error: {exc}"])
     except KeyboardInterrupt:
         return _fail(EXIT_INTERRUPTED, ["interrupted"])
+    except BrokenPipeError:
+        # The reader went away (`mas-ctl routes | head`): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except Exception as exc:
         if os.environ.get("MAS_DEBUG") == "1":
             raise
