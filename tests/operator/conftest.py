@@ -1,57 +1,26 @@
-"""Fixtures of the operator tests: the real control plane, the CRD, an in-process operator.
+"""Fixtures of the operator tests: the CRD on the real control plane, in-process operators.
 
-The control plane comes from ``tests/envtest`` (etcd, kube-apiserver and
-kube-controller-manager built by ``scripts/build-envtest``); without its binaries the tests
-that need it are skipped with a how-to-build message, unless ``MAS_REQUIRE_ENVTEST=1``.
+``control_plane`` and ``envtest_namespace`` come from the suite-wide ``tests/conftest.py``
+(etcd, kube-apiserver and kube-controller-manager built by ``scripts/build-envtest``);
+without the binaries the tests that need them are skipped with a how-to-build message,
+unless ``MAS_REQUIRE_ENVTEST=1``.
 """
 
 from __future__ import annotations
 
-import gc
-import sys
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from operator_support import RunningOperator, crd_document
 
-TESTS = Path(__file__).resolve().parent.parent
-REPO = TESTS.parent
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
-
-from envtest import fixtures as envtest_fixtures  # noqa: E402
-from operator_support import RunningOperator, crd_document  # noqa: E402
-
-control_plane = envtest_fixtures.control_plane
-envtest_namespace = envtest_fixtures.envtest_namespace
-
-from mas_operator.runner import OperatorOptions  # noqa: E402
-
-
-def _collect_startup_garbage() -> None:
-    """Collect what the control plane's start-up left for the garbage collector.
-
-    Its readiness probes can drop an unclosed HTTP error response (an SSL socket) while the
-    API server starts; collected inside a test, it would fail that test as an unraisable
-    ResourceWarning. Collect it once here, where its origin is known, with the hooks quiet.
-    """
-    previous = sys.unraisablehook
-    sys.unraisablehook = lambda _: None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            gc.collect()
-    finally:
-        sys.unraisablehook = previous
+from mas_operator.runner import OperatorOptions
 
 
 @pytest.fixture(scope="session")
 def crd_installed(control_plane: Any) -> dict[str, Any]:
-    """The Application CRD applied to the control plane once per session."""
-    _collect_startup_garbage()
+    """The committed CRD (generated from the models) applied once per session."""
     crd = crd_document()
     control_plane.apply_yaml(crd)
     return crd

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import pytest
 import yaml
+from kubernetes.client import ApiException
 
 from mas_operator.runner import OperatorHandle, OperatorOptions, run_operator
 
@@ -39,6 +40,10 @@ def eventually(
             last = value
         except AssertionError as exc:
             last = exc
+        except ApiException as exc:  # not there yet
+            if exc.status != 404:
+                raise
+            last = f"404 {exc.reason}"
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
         time.sleep(interval)
