@@ -19,7 +19,9 @@ from mas_operator.plan import AgentPlan, Plan
 
 
 def _dump(value: Any) -> str:
-    return yaml.safe_dump(value, sort_keys=False, default_flow_style=False)
+    # Keys sorted: the API server hands objects back with their keys sorted, and the text
+    # (and so the config hash) must not depend on where the document came from.
+    return yaml.safe_dump(value, sort_keys=True, default_flow_style=False)
 
 
 def config_data(plan: Plan, agent: AgentPlan) -> dict[str, str]:

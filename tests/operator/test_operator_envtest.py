@@ -7,6 +7,9 @@ ReplicaSet and Deployment controllers then compute readiness as in a real cluste
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -397,3 +400,66 @@ def test_metrics_and_liveness_are_served(start_operator: Any, api: Api) -> None:
     live = httpx.get(f"http://127.0.0.1:{op.handle.liveness_port}/healthz", timeout=5)
     assert live.status_code == 200
     assert live.json() == {"status": "ok", "leader": True}
+
+
+def _subset(want: Any, have: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(
+            k in have and _subset(v, have[k]) for k, v in want.items()
+        )
+    if isinstance(want, list):
+        return (
+            isinstance(have, list)
+            and len(want) == len(have)
+            and all(_subset(w, h) for w, h in zip(want, have, strict=True))
+        )
+    return bool(want == have)
+
+
+def test_render_output_is_what_the_operator_applied(start_operator: Any, api: Api) -> None:
+    start_operator()
+    api.create(example())
+    eventually(
+        lambda: len(api.net.list_namespaced_network_policy(api.ns).items) == 2, what="every child"
+    )
+    rendered = subprocess.run(
+        [sys.executable, "-m", "mas_operator.cli", "render", "-f", str(EXAMPLE), "-n", api.ns],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
+    dyn = api.client
+    for doc in yaml.safe_load_all(rendered):
+        meta = doc["metadata"]
+        path = {
+            "ConfigMap": f"/api/v1/namespaces/{api.ns}/configmaps",
+            "Service": f"/api/v1/namespaces/{api.ns}/services",
+            "Deployment": f"/apis/apps/v1/namespaces/{api.ns}/deployments",
+            "NetworkPolicy": f"/apis/networking.k8s.io/v1/namespaces/{api.ns}/networkpolicies",
+        }[doc["kind"]] + f"/{meta['name']}"
+        response = dyn.call_api(
+            *dyn.param_serialize(method="GET", resource_path=path, auth_settings=["BearerToken"])
+        )
+        response.read()
+        live = json.loads(response.data)
+        # the operator adds only the owner reference and the Secrets' hash annotation
+        assert _subset(doc.get("spec", doc.get("data")), live.get("spec", live.get("data"))), (
+            doc["kind"],
+            meta["name"],
+        )
+        assert _subset(meta["labels"], live["metadata"]["labels"])
+
+
+def test_a_leader_that_loses_its_lease_stops(start_operator: Any, api: Api) -> None:
+    op = start_operator()
+    coordination = k8s.CoordinationV1Api(api.client)
+    lease = coordination.read_namespaced_lease("mas-operator", api.ns)
+    lease.spec.holder_identity = "usurper"
+    lease.spec.renew_time = datetime.now(UTC)
+    coordination.replace_namespaced_lease("mas-operator", api.ns, lease)
+    eventually(lambda: not op.alive, 20, what="the operator to stop")
+    assert op.result is False  # run_operator says the Lease was lost
+    assert coordination.read_namespaced_lease("mas-operator", api.ns).spec.holder_identity == (
+        "usurper"
+    )
