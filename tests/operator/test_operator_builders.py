@@ -248,3 +248,14 @@ def test_long_names_become_distinct_dns_labels() -> None:
     first, second = child_name(long, "agent-one"), child_name(long, "agent-two")
     assert len(first) <= 63 and len(second) <= 63 and first != second
     assert dns_label("My.App") == "my-app"
+
+
+def test_card_collisions_are_refused_before_anything_is_built() -> None:
+    app = cluster_app()
+    app["spec"]["endpoints"]["concierge"]["url"] = "http://shared:8080"
+    app["spec"]["endpoints"]["researcher"]["url"] = "http://shared:8080"
+    with pytest.raises(ApplicationInvalid) as caught:
+        plan_application(app)
+    paths = sorted(p.path for p in caught.value.problems)
+    assert paths == ["spec.endpoints.concierge.url", "spec.endpoints.researcher.url"]
+    assert "a single port cannot host multiple independent AgentCards" in str(caught.value)

@@ -463,3 +463,20 @@ def test_a_leader_that_loses_its_lease_stops(start_operator: Any, api: Api) -> N
     assert coordination.read_namespaced_lease("mas-operator", api.ns).spec.holder_identity == (
         "usurper"
     )
+
+
+def test_schema_and_cel_refuse_bad_documents_at_admission(start_operator: Any, api: Api) -> None:
+    start_operator()
+    bad_usage = cluster_app("bad-usage")
+    bad_usage["spec"]["endpoints"]["back"]["usage"] = "sometimes"
+    bad_entry = cluster_app("bad-entry")
+    bad_entry["spec"]["agency"]["entry"] = "nobody"
+    for doc, fragment in (
+        (bad_usage, 'Unsupported value: \\"sometimes\\"'),
+        (bad_entry, "spec.agency.entry must be an agent of the agency"),
+    ):
+        with pytest.raises(k8s.ApiException) as caught:
+            api.create(doc)
+        assert caught.value.status == 422
+        assert fragment in str(caught.value.body)
+    assert api.deployments() == []
