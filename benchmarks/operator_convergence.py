@@ -95,11 +95,14 @@ def namespace(cp: ControlPlane) -> str:
     return name
 
 
-def run_operator_scenario(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, float]:
+def run_operator_scenario(
+    cp: ControlPlane, docs: list[dict[str, Any]], log: Path
+) -> tuple[float, float]:
     ns = namespace(cp)
     custom = k8s.CustomObjectsApi(cp.api_client())
     apps = k8s.AppsV1Api(cp.api_client())
     expected = sum(len(d["spec"]["endpoints"]) for d in docs)
+    log_file = log.open("w")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -150,7 +153,7 @@ def run_operator_scenario(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple
                 return False
             return len(apps.list_namespaced_deployment(ns).items) == expected
 
-        wait_until(converged, 1800, "convergence")
+        wait_until(converged, 1800, f"convergence (operator log: {log})")
         took = time.perf_counter() - started
         rss = peak_rss_mib(proc.pid)
     finally:
@@ -160,6 +163,7 @@ def run_operator_scenario(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+        log_file.close()
     return took, rss
 
 
@@ -184,7 +188,12 @@ def main() -> int:
         return 2
     sizes = [int(s) for s in args.sizes.split(",") if s]
     results: list[Result] = []
-    with ControlPlane() as cp:
+    # Room for thousands of Services (the default /24 holds 254).
+    cidr = "--service-cluster-ip-range=10.0.0.0/16"
+    plane = ControlPlane(extra_apiserver_args=[cidr], extra_controller_manager_args=[cidr])
+    logs = REPO / "benchmarks" / "out"  # git-ignored
+    logs.mkdir(parents=True, exist_ok=True)
+    with plane as cp:
         cp.apply_yaml(REPO / "crds" / "application.yaml")
         for size in sizes:
             scenarios = {
@@ -193,7 +202,8 @@ def main() -> int:
             }
             for scenario, docs in scenarios.items():
                 baseline, objects = run_baseline(cp, docs)
-                operator, rss = run_operator_scenario(cp, docs)
+                log = logs / f"operator-{scenario}-{size}.log"
+                operator, rss = run_operator_scenario(cp, docs, log)
                 results.append(Result(scenario, size, objects, operator, baseline, rss))
                 r = results[-1]
                 line = (

@@ -11,7 +11,7 @@ summarises them for the printer column and never drives logic.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +22,8 @@ WIRED = "Wired"
 
 MISSING_DELEGATION_TARGET = "MissingDelegationTarget"
 INVALID_SPEC = "InvalidSpec"
+APPLY_FAILED = "ApplyFailed"
+APPLY_REFUSED = "ApplyRefused"
 
 PHASE_READY = "Ready"
 PHASE_PROGRESSING = "Progressing"
@@ -61,7 +63,7 @@ class Observed:
     stall_message: str = ""
     kept_generation: str | None = None
     wiring_summary: str = ""
-    problems: Sequence[str] = field(default_factory=tuple)
+    apply_error: str | None = None
 
     @property
     def stalled(self) -> bool:
@@ -95,6 +97,8 @@ def _condition(type_: str, ok: bool, reason: str, message: str, gen: int | None)
 
 
 def _stall_detail(seen: Observed) -> str:
+    if seen.stall_reason == APPLY_REFUSED:
+        return seen.stall_message
     if seen.agents:
         kept = f" (generation {seen.kept_generation})" if seen.kept_generation else ""
         return (
@@ -124,7 +128,12 @@ def desired_conditions(seen: Observed) -> list[dict[str, Any]]:
             ),
         ]
     waiting = sorted(agent for agent, a in seen.agents.items() if not a.ready)
-    if waiting:
+    if seen.apply_error is not None:
+        ready = _condition(READY, False, APPLY_FAILED, seen.apply_error, gen)
+        reconciling = _condition(
+            RECONCILING, True, APPLY_FAILED, f"retrying: {seen.apply_error}", gen
+        )
+    elif waiting:
         ready = _condition(
             READY,
             False,
@@ -167,7 +176,8 @@ def phase_of(seen: Observed) -> str:
     """The printer-column summary."""
     if seen.stalled:
         return PHASE_STALLED
-    return PHASE_READY if seen.all_ready else PHASE_PROGRESSING
+    ready = seen.all_ready and seen.apply_error is None
+    return PHASE_READY if ready else PHASE_PROGRESSING
 
 
 def build_status(seen: Observed, previous: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from kubernetes.client import ApiException
 
 from mas.infra.models import API_GROUP, API_VERSION, PLURAL
 from mas_operator.children import CHILD_KINDS
-from mas_operator.kube import Cluster
+from mas_operator.kube import Cluster, api_message
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import MANAGED_BY
 from mas_operator.reconcile import Outcome, reconcile
@@ -78,7 +78,7 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
             outcome = await asyncio.to_thread(reconcile, ctx.cluster, snapshot)
         except ApiException as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
-            detail = f"the API server answered {exc.status} {exc.reason}"
+            detail = f"the API server answered {exc.status}: {api_message(exc)}"
             if exc.status in (400, 422):
                 raise kopf.PermanentError(f"a child object was refused: {detail}") from None
             raise kopf.TemporaryError(f"{detail}; retrying", delay=RETRY_DELAY) from None

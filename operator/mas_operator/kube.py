@@ -27,6 +27,16 @@ _KINDS = {kind.kind: kind for kind in CHILD_KINDS}
 _JSON = "application/json"
 
 
+def api_message(exc: k8s.ApiException) -> str:
+    """The API server's own message of a failure (its Status ``message``), else the reason."""
+    try:
+        status = json.loads(exc.body or "")
+    except ValueError:
+        status = None
+    message = status.get("message") if isinstance(status, dict) else None
+    return str(message or f"{exc.status} {exc.reason}")
+
+
 def _collection(kind: ChildKind, namespace: str) -> str:
     root = "/api/v1" if kind.api_version == "v1" else f"/apis/{kind.api_version}"
     return f"{root}/namespaces/{namespace}/{kind.plural}"

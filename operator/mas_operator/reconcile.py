@@ -15,9 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubernetes.client import ApiException
+
 from mas.infra.errors import ApplicationInvalid
 from mas_operator.children import CHILD_KINDS, build_children, secret_names
 from mas_operator.conditions import (
+    APPLY_REFUSED,
     INVALID_SPEC,
     MISSING_DELEGATION_TARGET,
     STALLED,
@@ -26,7 +29,7 @@ from mas_operator.conditions import (
     build_status,
     phase_of,
 )
-from mas_operator.kube import Cluster
+from mas_operator.kube import Cluster, api_message
 from mas_operator.manifests import owned
 from mas_operator.names import (
     ANNOTATION_CARD_URL,
@@ -129,6 +132,45 @@ def _was_stalled(body: Mapping[str, Any]) -> tuple[str | None, int | None]:
     return None, None
 
 
+def _apply_all(
+    cluster: Cluster,
+    body: Mapping[str, Any],
+    desired: list[dict[str, Any]],
+    *,
+    existing: Mapping[str, list[dict[str, Any]]],
+    generation: int | None,
+    summary: str,
+) -> list[dict[str, Any]]:
+    """Apply every child; on an API failure, say so in the status, then re-raise."""
+    applied = []
+    for manifest in desired:
+        try:
+            applied.append(cluster.apply(manifest))
+        except ApiException as exc:
+            meta = body["metadata"]
+            what = f"applying {manifest['kind']} {manifest['metadata']['name']} failed"
+            message = f"{what}: {api_message(exc)}"
+            agents = _observe_agents(existing["Deployment"], existing["Service"])
+            if exc.status in (400, 422):
+                seen = Observed(generation, agents, APPLY_REFUSED, message, wiring_summary=summary)
+            else:
+                seen = Observed(generation, agents, wiring_summary=summary, apply_error=message)
+            try:
+                cluster.patch_status(
+                    meta["namespace"], meta["name"], build_status(seen, body.get("status"))
+                )
+            except ApiException as status_exc:
+                logger.warning(
+                    "could not report %r in the status of %s/%s: %s",
+                    message,
+                    meta["namespace"],
+                    meta["name"],
+                    api_message(status_exc),
+                )
+            raise
+    return applied
+
+
 def reconcile(cluster: Cluster, body: Mapping[str, Any]) -> Outcome:
     """Bring the children of ``body`` to what its spec asks; write its status."""
     meta = body["metadata"]
@@ -160,7 +202,14 @@ def reconcile(cluster: Cluster, body: Mapping[str, Any]) -> Outcome:
         return Outcome(phase_of(seen), seen)
     versions = cluster.secret_versions(namespace, secret_names(plan))
     desired = [owned(m, body) for m in build_children(plan, versions)]
-    applied = [cluster.apply(m) for m in desired]
+    applied = _apply_all(
+        cluster,
+        body,
+        desired,
+        existing=existing,
+        generation=generation,
+        summary=_wiring_summary(plan),
+    )
     wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
     deleted = 0
     for kind in CHILD_KINDS:

@@ -8,6 +8,7 @@ ReplicaSet and Deployment controllers then compute readiness as in a real cluste
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -480,3 +481,30 @@ def test_schema_and_cel_refuse_bad_documents_at_admission(start_operator: Any, a
         assert caught.value.status == 422
         assert fragment in str(caught.value.body)
     assert api.deployments() == []
+
+
+def test_an_api_refusal_is_reported_in_status_and_retried(start_operator: Any, api: Api) -> None:
+    quota = k8s.V1ResourceQuota(
+        metadata=k8s.V1ObjectMeta(name="no-services"),
+        spec=k8s.V1ResourceQuotaSpec(hard={"services": "0"}),
+    )
+    api.core.create_namespaced_resource_quota(api.ns, quota)
+    eventually(
+        lambda: api.core.read_namespaced_resource_quota("no-services", api.ns).status.hard,
+        what="the quota to be enforced",
+    )
+    start_operator()
+    api.create(cluster_app())
+    ready = eventually(
+        lambda: (c := api.condition("desk", "Ready")) and c["reason"] == "ApplyFailed" and c,
+        what="reason ApplyFailed",
+    )
+    assert re.match(r"applying Service desk-(front|back) failed: ", ready["message"])
+    assert "exceeded quota: no-services" in ready["message"]
+    assert api.condition("desk", "Reconciling")["status"] == "True"
+    api.core.delete_namespaced_resource_quota("no-services", api.ns)
+    eventually(
+        lambda: len(api.core.list_namespaced_service(api.ns).items) == 2,
+        30,
+        what="the Services after the retry",
+    )
