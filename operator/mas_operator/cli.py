@@ -18,6 +18,9 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from kubernetes.config import ConfigException
 
 from mas.infra.documents import read_yaml_file
 from mas.infra.errors import ApplicationInvalid, DocumentError
@@ -37,6 +40,20 @@ def _positive(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: accepted: a number of seconds above 0")
     return value
+
+
+def _liveness(text: str) -> str:
+    parts = urlsplit(text)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or not parts.hostname or port is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a liveness URL; accepted: http://HOST:PORT[/PATH], "
+            "e.g. http://0.0.0.0:8080/healthz"
+        )
+    return text
 
 
 def _port(text: str) -> int:
@@ -72,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--liveness",
         metavar="URL",
+        type=_liveness,
         help="serve a liveness endpoint, e.g. http://0.0.0.0:8080/healthz",
     )
     run.add_argument(
@@ -163,6 +181,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DocumentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ConfigException as exc:
+        print(
+            "error: no cluster credentials (tried --kubeconfig, $KUBECONFIG, ~/.kube/config, "
+            f"then the in-cluster ServiceAccount): {exc}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"error: cannot listen: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

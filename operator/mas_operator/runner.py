@@ -73,7 +73,7 @@ def load_configuration(kubeconfig: str | None) -> k8s.Configuration:
     """Client configuration: ``kubeconfig``, else ``$KUBECONFIG``/``~/.kube/config``, else
     the in-cluster ServiceAccount."""
     cfg = k8s.Configuration()
-    path = kubeconfig or os.environ.get("KUBECONFIG")
+    path = kubeconfig or os.environ.get("KUBECONFIG") or None
     if path is None and os.path.exists(os.path.expanduser("~/.kube/config")):
         path = os.path.expanduser("~/.kube/config")
     if path is not None:

@@ -68,3 +68,16 @@ def test_run_refuses_a_bad_resync_naming_what_is_accepted() -> None:
     out = mas_operator("run", "-A", "--resync", "soon")
     assert out.returncode == 2
     assert "'soon' is not a number of seconds" in out.stderr
+
+
+def test_run_without_credentials_says_where_it_looked(tmp_path: Path) -> None:
+    out = mas_operator("run", "-A", "--kubeconfig", str(tmp_path / "missing"))
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: no cluster credentials (tried --kubeconfig")
+    assert "Traceback" not in out.stderr
+
+
+def test_run_refuses_a_liveness_url_it_cannot_serve() -> None:
+    out = mas_operator("run", "-A", "--liveness", "healthz")
+    assert out.returncode == 2
+    assert "'healthz' is not a liveness URL; accepted: http://HOST:PORT[/PATH]" in out.stderr
