@@ -508,3 +508,23 @@ def test_an_api_refusal_is_reported_in_status_and_retried(start_operator: Any, a
         30,
         what="the Services after the retry",
     )
+
+
+def test_pods_are_admitted_under_the_restricted_pod_security_standard(
+    start_operator: Any, api: Api
+) -> None:
+    labels = {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+    }
+    api.core.patch_namespace(api.ns, {"metadata": {"labels": labels}})
+    start_operator()
+    api.create(cluster_app())
+    # the ReplicaSet controller's pod creations pass PodSecurity admission, or none exist
+    pods = eventually(
+        lambda: len(items := api.core.list_namespaced_pod(api.ns).items) == 2 and items,
+        what="two pods admitted",
+    )
+    for pod in pods:
+        assert pod.spec.automount_service_account_token is False
+        assert pod.spec.security_context.run_as_non_root is True
