@@ -45,11 +45,18 @@ class OperatorContext:
     resync: float = 30.0
     apps: dict[str, dict[str, Any]] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
+    written: dict[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self._locks.setdefault(uid, asyncio.Lock())
+
+    def is_own_write(self, uid: str, body: Mapping[str, Any]) -> bool:
+        """Whether ``body`` is exactly the version our last apply of it (for ``uid``) returned."""
+        meta = body.get("metadata") or {}
+        key = (str(body.get("kind")), str(meta.get("name")))
+        return self.written.get(uid, {}).get(key) == meta.get("resourceVersion")
 
     def mark_dirty(self, uid: str) -> None:
         """Ask the resync loop to reconcile ``uid`` soon."""
@@ -65,6 +72,7 @@ class OperatorContext:
         self.apps.pop(uid, None)
         self.dirty.discard(uid)
         self._locks.pop(uid, None)
+        self.written.pop(uid, None)
         self.metrics.set_phase(uid, None)
 
 
@@ -86,6 +94,8 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
             ctx.metrics.duration.observe(time.perf_counter() - started)
     ctx.metrics.reconciles.labels(outcome=outcome.phase.lower()).inc()
     ctx.metrics.set_phase(uid, outcome.phase)
+    if outcome.versions:
+        ctx.written[uid] = outcome.versions
     for kind, count in outcome.applied.items():
         ctx.metrics.children_applied.labels(kind=kind).inc(count)
     return outcome
@@ -156,8 +166,13 @@ def register(registry: kopf.OperatorRegistry) -> None:
             registry=registry,
             labels={"app.kubernetes.io/managed-by": MANAGED_BY},
         )
-        async def child_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        async def child_changed(
+            body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any
+        ) -> None:
             ctx: OperatorContext = memo["ctx"]
             for ref in body.metadata.get("ownerReferences") or []:
-                if ref.get("kind") == "Application":
-                    ctx.mark_dirty(str(ref.get("uid")))
+                if ref.get("kind") != "Application":
+                    continue
+                uid = str(ref.get("uid"))
+                if type == "DELETED" or not ctx.is_own_write(uid, body):
+                    ctx.mark_dirty(uid)  # drift or a status change; our own echo is skipped

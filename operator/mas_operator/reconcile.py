@@ -51,6 +51,7 @@ class Outcome:
     observed: Observed
     applied: Mapping[str, int] = field(default_factory=dict)
     deleted: int = 0
+    versions: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def stalled(self) -> bool:
@@ -235,4 +236,8 @@ def reconcile(cluster: Cluster, body: Mapping[str, Any]) -> Outcome:
         seen.agents_ready,
     )
     applied_kinds = Counter(str(m["kind"]) for m in desired)
-    return Outcome(phase_of(seen), seen, dict(applied_kinds), deleted)
+    written = {
+        (str(m["kind"]), str(m["metadata"]["name"])): str(a["metadata"]["resourceVersion"])
+        for m, a in zip(desired, applied, strict=True)
+    }
+    return Outcome(phase_of(seen), seen, dict(applied_kinds), deleted, written)
