@@ -58,7 +58,8 @@ class ScriptRunner(TurnRunner):
     - ``ask TEXT``: asks the human (input_required); the session's next input resumes;
     - ``artifacts``: emits a text, a data, a file and a URL artifact;
     - ``fail TEXT``: ends failed with TEXT;
-    - ``history``: answers with the session's earlier inputs, joined by ``|``.
+    - ``history``: answers with the session's earlier inputs, joined by ``|``;
+    - ``barrier N``: waits until N barrier turns (of any sessions) have started.
     """
 
     agent_id: str = "scripted"
@@ -67,6 +68,7 @@ class ScriptRunner(TurnRunner):
     history: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     asked: set[str] = field(default_factory=set)
     seen: list[TurnInput] = field(default_factory=list)
+    arrived: int = 0
 
     async def run(self, turn: TurnInput) -> AsyncIterator[TurnEvent]:  # type: ignore[override]
         self.seen.append(turn)
@@ -84,11 +86,19 @@ class ScriptRunner(TurnRunner):
         if command == "quick":
             yield TurnEnded("completed", text=rest)
         elif command == "wait":
+            self.history[session].pop()  # recorded when it finishes: that is its effect
             gate, _, text = rest.partition(" ")
             self.started[gate].set()
             await self.gates[gate].wait()
+            self.history[session].append(turn.text)
             yield TextDelta(text)
             yield TurnEnded("completed", text=text)
+        elif command == "barrier":
+            self.arrived += 1
+            if self.arrived >= int(rest):
+                self.gates["barrier"].set()
+            await self.gates["barrier"].wait()
+            yield TurnEnded("completed", text=turn.text)
         elif command == "ask":
             self.asked.add(session)
             yield TurnEnded("input_required", text=f"question: {rest}")
@@ -171,7 +181,11 @@ TRANSPORTS = ("jsonrpc", "rest", "grpc")
 
 @contextlib.asynccontextmanager
 async def sdk_client(
-    served: Served, transport: str = "jsonrpc", *, streaming: bool = False
+    served: Served,
+    transport: str = "jsonrpc",
+    *,
+    streaming: bool = False,
+    connections: int = 100,
 ) -> AsyncIterator[Client]:
     """The official a2a-sdk client for ``served`` over one transport."""
     binding = {
@@ -186,7 +200,8 @@ async def sdk_client(
         channels.append(made)
         return made
 
-    async with httpx.AsyncClient(timeout=STEP) as http:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with httpx.AsyncClient(timeout=max(STEP, 8.0 * connections / 10), limits=limits) as http:
         config = ClientConfig(
             streaming=streaming,
             httpx_client=http,
@@ -224,12 +239,16 @@ def user_message(
 
 
 async def send(
-    client: Client, message: Message, *, return_immediately: bool = False
+    client: Client,
+    message: Message,
+    *,
+    return_immediately: bool = False,
+    timeout: float = STEP,
 ) -> list[StreamResponse]:
     """Every response of one send (one for a blocking send, many for a stream)."""
     request = SendMessageRequest(message=message)
     request.configuration.return_immediately = return_immediately
-    async with asyncio.timeout(STEP):
+    async with asyncio.timeout(timeout):
         return [response async for response in client.send_message(request)]
 
 

@@ -58,6 +58,10 @@ class StandInMailbox:
                     ticket.result.set_result(event)
             ticket.state = "done"
 
+    def running(self, session_id: str) -> bool:
+        lock = self._locks.get(session_id)
+        return lock is not None and lock.locked()
+
     async def drain(self, timeout: float) -> bool:
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=timeout)

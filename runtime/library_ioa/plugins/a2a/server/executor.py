@@ -149,6 +149,8 @@ class MasLabAgentExecutor(AgentExecutor):
         self._started[task_id] += 1
         self._canceled.discard(task_id)
         run = _Run(self, event_queue, message, task_id, context_id, context.current_task)
+        config = context.configuration
+        run.return_immediately = bool(config is not None and config.return_immediately)
         try:
             ticket = self._mailbox.submit(turn_from_message(message, context_id, task_id))
         except RuntimeFailure as exc:
@@ -206,6 +208,7 @@ class _Run:
         self._updater = TaskUpdater(queue, task_id, context_id)
         self._stream_id = f"{RESPONSE_ARTIFACT}-{uuid.uuid4().hex[:12]}"
         self._streamed = False
+        self.return_immediately = False
 
     def _reply(self, text: str) -> Message:
         return self._updater.new_agent_message([Part(text=text)])
@@ -241,7 +244,8 @@ class _Run:
         events = ticket.events().__aiter__()
         first_step = asyncio.ensure_future(anext(events))
         try:
-            done, _ = await asyncio.wait({first_step}, timeout=self._executor.message_grace)
+            grace = 0.0 if self.return_immediately else self._executor.message_grace
+            done, _ = await asyncio.wait({first_step}, timeout=grace)
             if not done:
                 await self._start_task()
             first = await first_step
