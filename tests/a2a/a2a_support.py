@@ -23,11 +23,7 @@ from a2a.utils.constants import TransportProtocol
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.parts import dict_to_struct
-
-try:
-    from mas.ctl.session.mailbox import SessionTurnMailbox
-except ImportError:  # until the runtime core is merged
-    from standin_mailbox import StandInMailbox as SessionTurnMailbox  # type: ignore[assignment]
+from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest, Endpoint
 from mas.runtime.turns import (
     ArtifactEmitted,

@@ -1,7 +1,7 @@
 """Prometheus metrics of the A2A ingress: requests by method and outcome.
 
-The runtime's own metrics (turns, queue depth, turn latency, delegations) live in
-``mas.runtime.metrics``; ``/metrics`` renders both registries.
+Registered on the runtime's registry (:data:`mas.runtime.metrics.REGISTRY`), beside the
+turn, queue-depth, latency and delegation metrics, so one ``/metrics`` shows them all.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-A2A_REGISTRY = CollectorRegistry(auto_describe=True)
+from mas.runtime.metrics import REGISTRY
+
+A2A_REGISTRY = REGISTRY
 
 A2A_REQUESTS = Counter(
     "maslab_a2a_requests",
