@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from runtime_support import DEADLINE, collect, ended, text_of
 
 from mas.ctl.session.mailbox import SessionTurnMailbox
@@ -215,3 +217,11 @@ def test_echo_refuses_unknown_params() -> None:
         PluginConfigError, match=r"model 'echo': params.speed: is not a known field"
     ):
         EchoModel(speed=3)
+
+
+def test_the_documented_example_rules_are_valid() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text()
+    block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    params = yaml.safe_load(block)["model"]["params"]
+    model = ScriptedModel(**params)
+    assert len(model.params.rules) == 5 and model.params.default is not None

@@ -136,3 +136,14 @@ async def test_cancel_inflight_ends_the_running_turn_canceled(host: RuntimeHost)
     after = ended(await collect(mailbox.submit(TurnInput("s", "t2", "again")).events()))
     assert after.text == "heard: again"
     assert history(host, "s")[:2] == [("user", "story please", False), ("assistant", "one ", True)]
+
+
+async def test_a_cancel_right_after_a_preempt_wins(host: RuntimeHost) -> None:
+    mailbox = host.mailbox("talker")
+    ticket = mailbox.submit(TurnInput("s", "t1", "story please"))
+    seen, rest = await first_chunks(ticket, 1)
+    receipt = await mailbox.steer("s", "go left", "preempt")
+    assert await mailbox.cancel_inflight("s")  # before the continuation could start
+    final = ended(seen + await collect(rest))
+    assert (final.status, final.text) == ("canceled", "one ")
+    assert (await receipt.result).status == "canceled"

@@ -269,8 +269,12 @@ class SessionTurnMailbox(ControlContract):
         """Interrupt the running turn of ``session_id``; it ends ``canceled``."""
         session = self._sessions.get(session_id)
         generation = session.current if session else None
-        if generation is None or generation.interrupt is not None or generation.task is None:
+        if generation is None or generation.task is None:
             return False
+        if generation.interrupt is not None:
+            # a steer already stopped the generation; cancel wins over its continuation
+            generation.interrupt = _Interrupt("cancel")
+            return True
         if not generation.task.cancel():
             return False
         generation.interrupt = _Interrupt("cancel")

@@ -22,10 +22,13 @@ Rules for implementations:
     when the current generation finishes.
 
   With nothing in flight, every mode queues the text at the front (``applied='queued'``).
+  An unknown mode raises :class:`~mas.runtime.errors.ControlError` naming the accepted ones.
   A second preempt/replace that arrives before the first one took effect is queued too.
 - ``cancel_inflight(session_id)`` interrupts the running turn of that session: it ends
   ``canceled`` (its consumers see ``TurnEnded(status='canceled')``, with the text generated
-  so far). It returns ``False`` when nothing was running. Queued turns are not touched.
+  so far). It returns ``False`` when nothing was running. Queued turns are not touched. A
+  cancel that arrives after a preempt/replace stopped the generation, before its
+  continuation started, wins: the turn ends ``canceled``.
 - Unknown session ids are not errors: nothing is running there (``cancel_inflight`` returns
   ``False``; ``steer`` queues a new turn, which creates the session).
 - Both may be called from any task of the loop that owns the implementation.
