@@ -66,10 +66,11 @@ _STATUS = {
 _UNREACHABLE = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, OSError)
 
 
-def _root_cause(exc: BaseException) -> BaseException:
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    return exc
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain = [exc]
+    while chain[-1].__cause__ is not None and len(chain) < 20:
+        chain.append(chain[-1].__cause__)
+    return chain
 
 
 class A2AAgentComm(AgentCommContract):
@@ -150,18 +151,18 @@ class A2AAgentComm(AgentCommContract):
             raise self._classify(exc) from None
 
     def _classify(self, exc: BaseException) -> CommError:
-        root = _root_cause(exc)
-        if isinstance(root, _UNREACHABLE) or isinstance(exc, _UNREACHABLE):
-            reason = str(root) or type(root).__name__
+        chain = _causes(exc)
+        unreachable = next((e for e in chain if isinstance(e, _UNREACHABLE)), None)
+        if unreachable is not None:
+            reason = str(unreachable) or type(unreachable).__name__
             return PeerUnavailable(f"peer {self.url} is unavailable: {reason}")
-        if isinstance(root, httpx.TimeoutException):
+        if any(isinstance(e, httpx.TimeoutException) for e in chain):
             return PeerTimeout(f"peer {self.url} did not answer within {self.timeout:g}s")
-        kind = (
-            "A2A error"
-            if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError)
-            else ("not an A2A answer")
-        )
-        return PeerProtocolError(f"peer {self.url} answered with {kind}: {exc}")
+        if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
+            return PeerProtocolError(
+                f"peer {self.url} answered with an A2A error ({type(exc).__name__}): {exc}"
+            )
+        return PeerProtocolError(f"peer {self.url} answered with something that is not A2A: {exc}")
 
     async def _exchange(self, client: Client, request: SendMessageRequest) -> CommReply:
         result: StreamResponse | None = None
