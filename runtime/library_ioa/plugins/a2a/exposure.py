@@ -144,6 +144,7 @@ class A2AExposure:
             shutdown_grace_period=drain_timeout,
         )
         self.app = Starlette(routes=routes)
+        self.app.router.redirect_slashes = False  # /metrics must not redirect into /{tenant}/
         self._http = HttpListener(
             self.app, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
         )
