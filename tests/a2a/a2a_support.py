@@ -149,11 +149,12 @@ async def serve_agent(
     manifest: AgentManifest | None = None,
     grpc_on: bool = True,
     runner: ScriptRunner | None = None,
+    max_pending_per_session: int = 64,
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """Serve a scripted agent on free loopback ports; stop it afterwards."""
     runner = runner or ScriptRunner()
-    mailbox = SessionTurnMailbox(runner)
+    mailbox = SessionTurnMailbox(runner, max_pending_per_session=max_pending_per_session)
     port = free_port()
     endpoint = endpoint_for(port, free_port() if grpc_on else None, **caps)
     exposure = A2AExposure(

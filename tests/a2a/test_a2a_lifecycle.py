@@ -24,6 +24,7 @@ from a2a_support import (
     eventually,
     sdk_client,
     send,
+    serve_agent,
     user_message,
     wait_for,
 )
@@ -263,3 +264,18 @@ async def test_bad_requests_get_protocol_errors_and_the_server_stays_up(served: 
     assert unknown["error"]["code"] == -32601
     assert no_task["error"]["code"] == -32001
     assert health.status_code == 200
+
+
+async def test_a_full_session_mailbox_fails_the_task_with_a_clear_message() -> None:
+    async with (
+        serve_agent(grpc_on=False, max_pending_per_session=1) as agent,
+        sdk_client(agent) as client,
+    ):
+        await send(client, user_message("wait g4 busy", context_id="full"), return_immediately=True)
+        await wait_for(agent.runner.started["g4"])
+        await send(client, user_message("quick queued", context_id="full"), return_immediately=True)
+        [refused] = await send(client, user_message("quick one too many", context_id="full"))
+        agent.runner.gates["g4"].set()
+    assert refused.task.status.state == TaskState.TASK_STATE_FAILED
+    text = get_message_text(refused.task.status.message)
+    assert "session 'full'" in text and "max_pending_per_session=1" in text

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Protocol
 
@@ -93,7 +92,11 @@ def turn_from_message(message: Message, session_id: str, task_id: str) -> TurnIn
 
 
 class _ArrivalCounter(SimpleRequestContextBuilder):
-    """Counts every request of a task as it arrives, before the SDK queues it."""
+    """Notes each request that names an existing task as it arrives, before the SDK queues it.
+
+    Only such requests can wait behind a working turn of their task (a new task's first
+    request runs at once).
+    """
 
     def __init__(self, executor: MasLabAgentExecutor) -> None:
         super().__init__(should_populate_referred_tasks=False, task_store=None)
@@ -108,8 +111,8 @@ class _ArrivalCounter(SimpleRequestContextBuilder):
         task: Task | None = None,
     ) -> RequestContext:
         built = await super().build(context, params, task_id, context_id, task)
-        if built.task_id:
-            self._executor.arrivals[built.task_id] += 1
+        if task_id and built.message is not None:
+            self._executor.waiting.setdefault(task_id, []).append(built.message.message_id)
         return built
 
 
@@ -126,8 +129,7 @@ class MasLabAgentExecutor(AgentExecutor):
         self.agent_id = agent_id
         self._mailbox = mailbox
         self.message_grace = message_grace
-        self.arrivals: Counter[str] = Counter()
-        self._started: Counter[str] = Counter()
+        self.waiting: dict[str, list[str]] = {}
         self._tickets: dict[str, TurnTicketLike] = {}
         self._canceled: set[str] = set()
 
@@ -136,8 +138,15 @@ class MasLabAgentExecutor(AgentExecutor):
         return _ArrivalCounter(self)
 
     def pending(self, task_id: str) -> int:
-        """Requests of ``task_id`` that arrived and have not started yet."""
-        return max(0, self.arrivals[task_id] - self._started[task_id])
+        """Requests naming ``task_id`` that arrived and have not started yet."""
+        return len(self.waiting.get(task_id, ()))
+
+    def _starting(self, task_id: str, message_id: str) -> None:
+        waiting = self.waiting.get(task_id)
+        if waiting and message_id in waiting:
+            waiting.remove(message_id)
+        if not waiting:
+            self.waiting.pop(task_id, None)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Run the request's message as one turn of its session and publish the events."""
@@ -146,8 +155,7 @@ class MasLabAgentExecutor(AgentExecutor):
         context_id = context.context_id or str(uuid.uuid4())
         if message is None:
             raise ValueError("a send without a message")
-        self._started[task_id] += 1
-        self._canceled.discard(task_id)
+        self._starting(task_id, message.message_id)
         run = _Run(self, event_queue, message, task_id, context_id, context.current_task)
         config = context.configuration
         run.return_immediately = bool(config is not None and config.return_immediately)
@@ -166,17 +174,16 @@ class MasLabAgentExecutor(AgentExecutor):
         finally:
             if self._tickets.get(task_id) is ticket:
                 del self._tickets[task_id]
-            if self.pending(task_id) == 0:
-                self.arrivals.pop(task_id, None)
-                self._started.pop(task_id, None)
+            self._canceled.discard(task_id)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Withdraw the waiting call and report CANCELED; the runtime turn is not interrupted."""
         task_id = context.task_id or ""
-        self._canceled.add(task_id)
         ticket = self._tickets.pop(task_id, None)
         if ticket is not None:
+            self._canceled.add(task_id)  # the waiting execute() publishes nothing more
             ticket.cancel_wait()
+        self.waiting.pop(task_id, None)
         logger.info("agent %s: task %s canceled by the client", self.agent_id, task_id)
         updater = TaskUpdater(event_queue, task_id, context.context_id or "")
         await updater.cancel(updater.new_agent_message([Part(text="canceled by the client")]))
