@@ -150,6 +150,7 @@ async def serve_agent(
     grpc_on: bool = True,
     runner: ScriptRunner | None = None,
     max_pending_per_session: int = 64,
+    message_grace: float = 0.5,
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """Serve a scripted agent on free loopback ports; stop it afterwards."""
@@ -164,6 +165,7 @@ async def serve_agent(
         mailbox=mailbox,
         grpc=grpc_on,
         drain_timeout=2.0,
+        message_grace=message_grace,
     )
     await exposure.start()
     try:

@@ -222,7 +222,7 @@ async def test_0_3_method_names_on_json_rpc(served: Served) -> None:
     sent = await jsonrpc(served.url, "message/send", {"message": message})
     assert sent["result"]["kind"] == "message"
     assert sent["result"]["parts"][0]["text"] == "old client"
-    long = {**message, "messageId": "m-03b", "parts": [{"kind": "text", "text": "two words"}]}
+    long = {**message, "messageId": "m-03b", "parts": [{"kind": "text", "text": "artifacts"}]}
     task = (await jsonrpc(served.url, "message/send", {"message": long}))["result"]
     assert (task["kind"], task["status"]["state"]) == ("task", "completed")
     got = await jsonrpc(served.url, "tasks/get", {"id": task["id"]})

@@ -7,13 +7,15 @@ Mapping (the spec's "Task lifecycle"):
   ``mas.correlation_id`` and ``mas.delegation_depth`` are copied from the message metadata
   into ``TurnInput.metadata``.
 - The turn is queued at the tail of its session and the call waits for its own turn.
-- A turn that ends ``completed`` at once (its first event is the end, within
-  ``message_grace`` seconds, with only text) on a new task is answered with a plain
-  ``Message``; on an existing task, with a status update. Anything else starts a task:
-  ``working``, artifact updates (streamed text chunks append to one ``response`` artifact;
-  text, data, file and URL artifacts each get their own), then ``completed``,
-  ``input-required`` (a HITL question; the next message on the task resumes the session),
-  ``failed`` (with the message) or ``canceled``.
+- A turn that ends ``completed`` at once, with only text, is answered with a plain
+  ``Message`` on a new task and with a status update on an existing one. "At once" means
+  within ``message_grace`` seconds: for a blocking send, streamed text is held back that
+  long; a streaming send starts its task at the first progress event; a send with
+  ``returnImmediately`` or a push-notification config always gets a task. Anything else
+  starts a task: ``working``, artifact updates (streamed text chunks append to one
+  ``response`` artifact; text, data, file and URL artifacts each get their own), then
+  ``completed``, ``input-required`` (a HITL question; the next message on the task resumes
+  the session), ``failed`` (with the message) or ``canceled``.
 - Extra messages on a task that is still working are queued behind it, never preempting
   it: the SDK runs the requests of one task one after the other, and a turn whose task has
   more requests waiting reports its reply as a ``working`` status update instead of ending
@@ -59,6 +61,8 @@ from mas.runtime.turns import (
 logger = logging.getLogger(__name__)
 
 RESPONSE_ARTIFACT = "response"
+# Set by the request handler in the call state: whether the send is a streaming one.
+STREAMING_STATE = "mas.streaming"
 DEFAULT_MESSAGE_GRACE = 0.5
 
 
@@ -158,7 +162,11 @@ class MasLabAgentExecutor(AgentExecutor):
         self._starting(task_id, message.message_id)
         run = _Run(self, event_queue, message, task_id, context_id, context.current_task)
         config = context.configuration
-        run.return_immediately = bool(config is not None and config.return_immediately)
+        # A caller that wants its task at once, or push notifications about it, gets a task.
+        run.return_immediately = config is not None and (
+            config.return_immediately or config.HasField("task_push_notification_config")
+        )
+        run.streaming = bool(context.call_context.state.get(STREAMING_STATE, True))
         try:
             ticket = self._mailbox.submit(turn_from_message(message, context_id, task_id))
         except RuntimeFailure as exc:
@@ -216,6 +224,7 @@ class _Run:
         self._stream_id = f"{RESPONSE_ARTIFACT}-{uuid.uuid4().hex[:12]}"
         self._streamed = False
         self.return_immediately = False
+        self.streaming = True
 
     def _reply(self, text: str) -> Message:
         return self._updater.new_agent_message([Part(text=text)])
@@ -249,34 +258,60 @@ class _Run:
     async def follow(self, ticket: TurnTicketLike) -> None:
         """Wait for the turn and publish its events until it ends."""
         events = ticket.events().__aiter__()
-        first_step = asyncio.ensure_future(anext(events))
-        try:
-            grace = 0.0 if self.return_immediately else self._executor.message_grace
-            done, _ = await asyncio.wait({first_step}, timeout=grace)
-            if not done:
-                await self._start_task()
-            first = await first_step
-        except StopAsyncIteration:
-            first = TurnEnded("failed", message="the turn ended without a result")
-        finally:
-            if not first_step.done():
-                first_step.cancel()
-        if self._executor.canceled(self._task_id):
+        first = await self._opening(events)
+        if first is None or self._executor.canceled(self._task_id):
             return
-        if (
-            isinstance(first, TurnEnded)
-            and first.status == "completed"
-            and not self._working
-            and self._executor.pending(self._task_id) == 0
-        ):
-            await self._answer_at_once(first)
-            return
-        await self._start_task()
         await self._publish(first)
         async for event in events:
             if self._executor.canceled(self._task_id):
                 return
             await self._publish(event)
+
+    async def _opening(self, events: AsyncIterator[TurnEvent]) -> TurnEvent | None:
+        """Within the grace period: answer at once (None), or start the task (the next event).
+
+        A blocking send buffers streamed text meanwhile, so a quick text-only turn is one
+        Message; a streaming send starts its task at the first progress event.
+        """
+        loop = asyncio.get_running_loop()
+        grace = 0.0 if self.return_immediately else self._executor.message_grace
+        deadline = loop.time() + grace
+        buffered: list[TextDelta] = []
+        while True:
+            step = asyncio.ensure_future(anext(events))
+            try:
+                if not self._working:
+                    done, _ = await asyncio.wait({step}, timeout=max(0.0, deadline - loop.time()))
+                    if not done:
+                        await self._start_task()
+                        await self._flush(buffered)
+                event = await step
+            except StopAsyncIteration:
+                event = TurnEnded("failed", message="the turn ended without a result")
+            finally:
+                if not step.done():
+                    step.cancel()
+            if self._executor.canceled(self._task_id):
+                return None
+            if isinstance(event, TextDelta) and not self._working and not self.streaming:
+                buffered.append(event)
+                continue
+            if (
+                isinstance(event, TurnEnded)
+                and event.status == "completed"
+                and not self._working
+                and self._executor.pending(self._task_id) == 0
+            ):
+                await self._answer_at_once(event)
+                return None
+            await self._start_task()
+            await self._flush(buffered)
+            return event
+
+    async def _flush(self, buffered: list[TextDelta]) -> None:
+        for delta in buffered:
+            await self._publish(delta)
+        buffered.clear()
 
     async def _answer_at_once(self, end: TurnEnded) -> None:
         if self._existing:
