@@ -62,6 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(EXIT_FAILED, [f"error: {exc}"])
     except KeyboardInterrupt:
         return _fail(EXIT_INTERRUPTED, ["interrupted"])
+    except BrokenPipeError:
+        # The reader went away (`mas-ctl routes | head`): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except Exception as exc:
         if os.environ.get("MAS_DEBUG") == "1":
             raise

@@ -73,7 +73,9 @@ def merge(base: Any, overlay: Any) -> Any:
     return copy.deepcopy(overlay)
 
 
-def merge_infra_ref(document: Mapping[str, Any], ref: Mapping[str, Any], origin: str) -> dict[str, Any]:
+def merge_infra_ref(
+    document: Mapping[str, Any], ref: Mapping[str, Any], origin: str
+) -> dict[str, Any]:
     """Merge an infra document (endpoints, agent_comm, defaults, runtime) over ``document``."""
     spec = ref.get("spec")
     if not isinstance(spec, dict):

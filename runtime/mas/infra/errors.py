@@ -64,9 +64,7 @@ class OverrideError(InfraError):
 class ApplicationInvalid(InfraError):
     """The document breaks one or more rules; ``problems`` lists every one."""
 
-    def __init__(
-        self, problems: Iterable[Problem], missing: Iterable[MissingTarget] = ()
-    ) -> None:
+    def __init__(self, problems: Iterable[Problem], missing: Iterable[MissingTarget] = ()) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
         self.missing: tuple[MissingTarget, ...] = tuple(sorted(missing))
         super().__init__(self.render())
@@ -77,7 +75,7 @@ class ApplicationInvalid(InfraError):
 
 
 class WiringError(ApplicationInvalid):
-    """One or more ``delegates_to`` targets are missing; ``missing`` names each and its delegator."""
+    """``delegates_to`` targets are missing; ``missing`` names each and its delegator."""
 
     def __init__(self, missing: Iterable[MissingTarget]) -> None:
         ordered = sorted(missing)

@@ -67,9 +67,9 @@ class CommSelector(Model):
         }
     )
 
-    type: str | None = Field(default=None, description="The agent_comm plugin name.")
+    type: str | None = Field(default=None, max_length=63, description="The agent_comm plugin name.")
     protocol: str | None = Field(
-        default=None, description="The protocol whose agent_comm plugin to use."
+        default=None, max_length=63, description="The protocol whose agent_comm plugin to use."
     )
     params: dict[str, Any] = Field(
         default_factory=dict, description="Parameters passed to the plugin's constructor."
@@ -199,7 +199,8 @@ class A2AOptions(Model):
     grpc_url: str | None = Field(
         default=None,
         min_length=1,
-        description="Advertised gRPC address (host:port); defaults to the url's host and grpc_port.",
+        description="Advertised gRPC address (host:port); defaults to the url's host and "
+        "grpc_port.",
     )
 
 
@@ -218,10 +219,14 @@ class Endpoint(Model):
     )
 
     protocol: str = Field(
-        default="a2a", min_length=1, description="The protocol; selects the agent_comm plugin."
+        default="a2a",
+        min_length=1,
+        max_length=63,
+        description="The protocol; selects the agent_comm plugin.",
     )
     url: str | None = Field(
         default=None,
+        max_length=2048,
         description="Advertised base URL (scheme://host:port, no path). For a deployed agent "
         "in a cluster it defaults to the agent's Service DNS name.",
     )
@@ -231,7 +236,8 @@ class Endpoint(Model):
         "Defaults to use-and-deploy with legacy expose: true, else use.",
     )
     expose: bool | None = Field(
-        default=None, description="Legacy: expose: true reads as use-and-deploy when usage is absent."
+        default=None,
+        description="Legacy: expose: true reads as use-and-deploy when usage is absent.",
     )
     headers: dict[str, HeaderValue] = Field(
         default_factory=dict, max_length=50, description="Headers sent to the peer on every call."
@@ -298,7 +304,8 @@ class RuntimeSpec(Model):
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
     replicas: int = Field(default=1, ge=0, le=100, description="Replicas per deployed agent.")
     autoscaling: bool = Field(
-        default=False, description="Leave replicas to an autoscaler (the operator stops setting it)."
+        default=False,
+        description="Leave replicas to an autoscaler (the operator stops setting it).",
     )
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     env: list[EnvVar] = Field(default_factory=list, max_length=MAX_LIST)
@@ -308,6 +315,25 @@ class RuntimeSpec(Model):
 
 class ApplicationSpec(Model):
     """The multi-agent system and its public protocol endpoints."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.agency.entry) || self.agency.entry in self.agency.agents",
+                    "message": "spec.agency.entry must be an agent of the agency",
+                },
+                {
+                    "rule": "!has(self.endpoints) || self.endpoints.all(k, k in self.agency.agents"
+                    " || (has(self.endpoints[k].usage) ? self.endpoints[k].usage == 'use'"
+                    " : !(has(self.endpoints[k].expose) && self.endpoints[k].expose)))",
+                    "message": "an endpoint with usage deploy or use-and-deploy (or legacy "
+                    "expose: true) must be keyed by an agent of the agency; an external "
+                    "agent takes usage: use",
+                },
+            ]
+        }
+    )
 
     agency: Agency
     endpoints: dict[AgentId, Endpoint] = Field(

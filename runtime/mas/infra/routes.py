@@ -88,9 +88,7 @@ class Routes:
             if agent in seen:
                 continue
             seen.append(agent)
-            stack.extend(
-                r.target for r in reversed(self.from_agent(agent)) if r.kind == "local"
-            )
+            stack.extend(r.target for r in reversed(self.from_agent(agent)) if r.kind == "local")
         return tuple(seen)
 
 
@@ -131,7 +129,8 @@ def build_routes(app: Application) -> Routes:
             else:
                 hint = ""
                 if endpoint is not None:
-                    hint = f"endpoint {target!r} has usage: {endpoint.effective_usage}, which is not a route"
+                    usage = endpoint.effective_usage
+                    hint = f"endpoint {target!r} has usage: {usage}, which is not a route"
                 missing.append(MissingTarget(source, target, index, hint))
     if missing:
         raise WiringError(missing)

@@ -11,13 +11,19 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mas.infra.addresses import AddressError, HostPort, parse_advertised_url, parse_grpc_address
 from mas.infra.errors import ApplicationInvalid, Problem
-from mas.infra.models import ACCEPTED_API_VERSIONS, Application, CommSelector, Endpoint
+from mas.infra.models import (
+    ACCEPTED_API_VERSIONS,
+    DNS_LABEL_PATTERN,
+    Application,
+    CommSelector,
+    Endpoint,
+)
 
 
 @dataclass(frozen=True)
@@ -44,23 +50,67 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class whose field list applies at ``loc`` (for 'accepted fields' hints)."""
+    current: Any = Application
+    for part in loc:
+        while True:
+            args = [a for a in get_args(current) if a is not type(None)]
+            if isinstance(current, type) and issubclass(current, BaseModel):
+                break
+            if not args:
+                return None
+            current = args[-1]  # Optional[X] -> X, dict[K, V] -> V, list[X] -> X
+        if isinstance(part, int) or part not in current.model_fields:
+            continue
+        current = current.model_fields[part].annotation
+    while not (isinstance(current, type) and issubclass(current, BaseModel)):
+        args = [a for a in get_args(current) if a is not type(None)]
+        if not args:
+            return None
+        current = args[-1]
+    return current
+
+
 def problems_from_pydantic(error: ValidationError) -> list[Problem]:
     """One :class:`Problem` per schema error, with the field path, the value and the rule."""
     problems = []
     for item in error.errors(include_url=False):
-        loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        loc = tuple(
+            p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-"))
+        )
         if item["type"] == "missing":
             problems.append(Problem(_path(loc), "is required"))
         elif item["type"] == "extra_forbidden":
-            problems.append(Problem(_path(loc), "is not a known field"))
+            model = _model_at(loc[:-1])
+            accepted = f"; accepted: {', '.join(model.model_fields)}" if model else ""
+            problems.append(Problem(_path(loc), f"is not a known field{accepted}"))
+        elif (
+            item["type"] == "string_pattern_mismatch"
+            and (item.get("ctx") or {}).get("pattern") == DNS_LABEL_PATTERN
+        ):
+            where = _path(loc[:-2]) if loc and loc[-1] == "[key]" else _path(loc)
+            problems.append(
+                Problem(
+                    where,
+                    f"{_shown(item['input'])} is not an agent id; accepted: a DNS-1123 label "
+                    "(lowercase letters, digits and '-', starting and ending with a letter or "
+                    "digit)",
+                )
+            )
+        elif loc and loc[-1] == "[key]":
+            problems.append(Problem(_path(loc[:-2]), f"key {_shown(item['input'])}: {item['msg']}"))
         elif _path(loc) == "apiVersion":
             problems.append(
-                Problem("apiVersion", f"{_shown(item['input'])} is not accepted; accepted: "
-                        + " or ".join(ACCEPTED_API_VERSIONS))
+                Problem(
+                    "apiVersion",
+                    f"{_shown(item['input'])} is not accepted; accepted: "
+                    + " or ".join(ACCEPTED_API_VERSIONS),
+                )
             )
         else:
             problems.append(Problem(_path(loc), f"{_shown(item['input'])}: {item['msg']}"))
-    return sorted(set(problems))
+    return sorted({Problem(p.path or "(document)", p.message) for p in problems})
 
 
 def parse_application(data: Mapping[str, Any]) -> Application:
@@ -71,7 +121,9 @@ def parse_application(data: Mapping[str, Any]) -> Application:
         raise ApplicationInvalid(problems_from_pydantic(exc)) from None
 
 
-def _comm_problems(where: str, selector: CommSelector | None, known: Collection[str]) -> list[Problem]:
+def _comm_problems(
+    where: str, selector: CommSelector | None, known: Collection[str]
+) -> list[Problem]:
     if selector is None:
         return []
     if (selector.type is None) == (selector.protocol is None):
@@ -81,7 +133,8 @@ def _comm_problems(where: str, selector: CommSelector | None, known: Collection[
         return [
             Problem(
                 f"{where}.{key}",
-                f"{selector.name!r} is not a known agent_comm plugin; known: {', '.join(sorted(known))}",
+                f"{selector.name!r} is not a known agent_comm plugin; known: "
+                + ", ".join(sorted(known)),
             )
         ]
     return []
@@ -89,6 +142,7 @@ def _comm_problems(where: str, selector: CommSelector | None, known: Collection[
 
 def _endpoint_problems(
     agent_id: str,
+    *,
     endpoint: Endpoint,
     agents: Collection[str],
     known: KnownPlugins,
@@ -126,7 +180,9 @@ def _endpoint_problems(
     if endpoint.url is None:
         if not endpoint.deployed:
             problems.append(
-                Problem(f"{where}.url", "is required for usage: use (the peer's scheme://host:port)")
+                Problem(
+                    f"{where}.url", "is required for usage: use (the peer's scheme://host:port)"
+                )
             )
         elif require_urls:
             problems.append(
@@ -154,7 +210,9 @@ def _grpc_problems(
     if options.grpc_port is None and options.grpc_url is None:
         return []
     if endpoint.protocol != "a2a":
-        return [Problem(f"{where}.a2a", f"gRPC settings need protocol 'a2a', not {endpoint.protocol!r}")]
+        return [
+            Problem(f"{where}.a2a", f"gRPC settings need protocol 'a2a', not {endpoint.protocol!r}")
+        ]
     problems: list[Problem] = []
     grpc: HostPort | None = None
     if options.grpc_url is not None:
@@ -175,7 +233,7 @@ def _grpc_problems(
         problems.append(
             Problem(f"{where}.a2a.grpc_url", f"{options.grpc_url!r} is the url's own host:port")
         )
-    if endpoint.deployed and grpc is not None:
+    if endpoint.deployed and grpc is not None and not problems:
         cards[grpc].append(f"{where}.a2a.grpc")
     return problems
 
@@ -205,7 +263,9 @@ def check_application(
             Problem("spec.agency.entry", "is required when the agency has more than one agent")
         )
     problems += _comm_problems("spec.agent_comm", spec.agent_comm, known.agent_comm)
-    problems += _comm_problems("spec.defaults.agent_comm", spec.defaults.agent_comm, known.agent_comm)
+    problems += _comm_problems(
+        "spec.defaults.agent_comm", spec.defaults.agent_comm, known.agent_comm
+    )
     for agent_id, manifest in spec.agency.agents.items():
         where = f"spec.agency.agents.{agent_id}.spec"
         if manifest.spec.model.type not in known.model:
@@ -225,7 +285,14 @@ def check_application(
             seen.add(target)
     cards: dict[HostPort, list[str]] = defaultdict(list)
     for agent_id, endpoint in spec.endpoints.items():
-        problems += _endpoint_problems(agent_id, endpoint, agents, known, require_urls, cards)
+        problems += _endpoint_problems(
+            agent_id,
+            endpoint=endpoint,
+            agents=agents,
+            known=known,
+            require_urls=require_urls,
+            cards=cards,
+        )
     for address, owners in cards.items():
         if len(owners) > 1:
             for owner in owners:

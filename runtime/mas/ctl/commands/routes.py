@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from mas.ctl.documents import add_document_options, load_wired
@@ -44,19 +45,25 @@ def as_json(routes: Routes) -> dict[str, Any]:
             for r in routes.routes
         ],
         "listeners": [
-            {"agent": item.agent, "protocol": item.protocol, "url": item.url,
-             "grpc_port": item.grpc_port}
+            {
+                "agent": item.agent,
+                "protocol": item.protocol,
+                "url": item.url,
+                "grpc_port": item.grpc_port,
+            }
             for item in routes.listeners
         ],
         "runtimes": {k: list(v) for k, v in routes.runtimes.items()},
     }
 
 
-def render_table(rows: list[tuple[str, ...]], columns: tuple[str, ...] = COLUMNS) -> str:
+def render_table(rows: Sequence[Sequence[str]], columns: Sequence[str] = COLUMNS) -> str:
     """A plain aligned table."""
     widths = [max(len(str(c)) for c in col) for col in zip(columns, *rows, strict=False)]
-    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
-             for row in [columns, *rows]]
+    lines = [
+        "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+        for row in [columns, *rows]
+    ]
     return "\n".join(lines)
 
 
