@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 import yaml
@@ -156,8 +157,6 @@ async def test_serve_end_to_end(
     )
     [advert] = list((tmp_path / "control").glob("front.*.json"))
     assert json.loads(advert.read_text())["address"] == line.rsplit("control ", 1)[-1]
-
-    import grpc  # noqa: PLC0415
 
     channels: list[grpc.aio.Channel] = []
 
