@@ -318,3 +318,12 @@ async def test_serve_port_in_use_is_one_clear_line(
     assert result.stderr.splitlines() == [
         f"error: agent 'front': cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
+    _, _, grpc_port = app_file
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", grpc_port))
+        taken.listen(1)
+        result = await run(tmp_path, "serve", "-f", str(path), "--agent", "front")
+    assert result.code == 1
+    assert result.stderr.splitlines() == [
+        f"error: agent 'front': cannot listen on 127.0.0.1:{grpc_port}: Address already in use"
+    ]
