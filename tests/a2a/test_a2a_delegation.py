@@ -185,6 +185,7 @@ def two_agent_app(front_port: int, peer_url: str) -> dict[str, Any]:
             "delegate": {"to": "worker", "message": "{q}"},
             "reply": "worker: {result}",
         },
+        {"match": "^book (?P<what>.+)", "ask": "which day for {what}?"},
         {
             "match": "^remote (?P<q>.+)",
             "delegate": {"to": "peer", "message": "{q}"},
@@ -202,7 +203,13 @@ def two_agent_app(front_port: int, peer_url: str) -> dict[str, Any]:
                     "front": {
                         "spec": {
                             "delegates_to": ["worker", "peer"],
-                            "model": {"type": "scripted", "params": {"rules": rules}},
+                            "model": {
+                                "type": "scripted",
+                                "params": {
+                                    "rules": rules,
+                                    "default": {"reply": "noted {input} ({question})"},
+                                },
+                            },
                         }
                     },
                     "worker": {"spec": {"model": {"type": "echo"}}},
@@ -258,3 +265,20 @@ async def test_a_peer_that_is_down_gives_a_tool_error_and_the_turn_goes_on() -> 
     assert text.startswith("peer: delegation to 'peer' failed: ")
     assert f"peer {down} is unavailable" in text
     assert get_message_text(after.task.status.message) == "worker: still working"
+
+
+async def test_hitl_with_the_real_agent_then_resume_on_the_same_task() -> None:
+    async with (
+        served_front(f"http://127.0.0.1:{free_port()}") as (front, _),
+        sdk_client(front, "rest") as client,
+    ):
+        [asked] = await send(client, user_message("book a table", context_id="guest"))
+        task = asked.task
+        [answered] = await send(
+            client, user_message("friday", task_id=task.id, context_id=task.context_id)
+        )
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert get_message_text(task.status.message) == "which day for a table?"
+    assert answered.task.id == task.id
+    assert answered.task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert get_message_text(answered.task.status.message) == "noted friday (which day for a table?)"
