@@ -150,7 +150,7 @@ async def serve_agent(
     grpc_on: bool = True,
     runner: ScriptRunner | None = None,
     max_pending_per_session: int = 64,
-    message_grace: float = 0.5,
+    message_grace: float = 5.0,  # generous: a busy CI machine must not turn a Message into a task
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """Serve a scripted agent on free loopback ports; stop it afterwards."""

@@ -78,14 +78,18 @@ async def test_send_carries_session_and_metadata_and_maps_the_reply(served: Serv
     }
 
 
-async def test_a_peer_asking_for_input_is_input_required(served: Served) -> None:
+async def test_a_peer_asking_for_input_is_resumed_on_the_same_task(served: Served) -> None:
     comm = A2AAgentComm(served.url, timeout=STEP)
     try:
-        reply = await comm.send(outbound("ask which one?"))
+        asked = await comm.send(outbound("ask which one?"))
+        answered = await comm.send(outbound("the blue one"))
+        fresh = await comm.send(outbound("quick unrelated"))
     finally:
         await comm.aclose()
-    assert (reply.status, reply.text) == ("input_required", "question: which one?")
-    assert reply.task_id
+    assert (asked.status, asked.text) == ("input_required", "question: which one?")
+    assert (answered.status, answered.text) == ("completed", "resumed with: the blue one")
+    assert answered.task_id == asked.task_id
+    assert fresh.text == "unrelated" and fresh.task_id != asked.task_id
 
 
 async def test_a_peer_that_is_down_is_unavailable_naming_the_url() -> None:
