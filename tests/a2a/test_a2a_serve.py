@@ -224,13 +224,23 @@ async def test_serve_end_to_end(
     assert not list((tmp_path / "control").glob("front.*.json"))
 
 
-async def test_serve_without_control_advertises_nothing(
+async def test_serve_without_control_and_with_an_override(
     tmp_path: Path, app_file: tuple[Path, int, int]
 ) -> None:
-    path, port, _ = app_file
+    path, _, _ = app_file
+    port = free_port()  # moved by --override, like the other commands' document options
     process = await asyncio.create_subprocess_exec(
         *command(
-            "serve", "-f", str(path), "--agent", "front", "--no-control", "--listen", "127.0.0.1"
+            "serve",
+            "-f",
+            str(path),
+            "--agent",
+            "front",
+            "--no-control",
+            "--listen",
+            "127.0.0.1",
+            "--override",
+            f"infra:spec.endpoints[front].url=http://127.0.0.1:{port}",
         ),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
