@@ -319,3 +319,21 @@ async def test_the_sdk_0_3_client_transports_work(served: Served, binding: str) 
     assert reply_text(quick) == "from 0.3"
     assert task.task.status.state == TaskState.TASK_STATE_COMPLETED
     assert {a.name for a in task.task.artifacts} == {"notes.txt", "result.json", "blob.bin", "link"}
+
+
+async def test_a_message_on_a_finished_task_is_refused_not_swallowed(served: Served) -> None:
+    async with sdk_client(served) as client:
+        [done] = await send(client, user_message("echo all done"), return_immediately=True)
+
+        async def completed() -> bool:
+            task = await client.get_task(GetTaskRequest(id=done.task.id))
+            return task.status.state == TaskState.TASK_STATE_COMPLETED
+
+        await eventually(completed, "the first turn completes")
+        late = user_message("quick too late", task_id=done.task.id, context_id=done.task.context_id)
+        with pytest.raises(Exception, match=f"[Tt]ask {done.task.id}") as refused:
+            await send(client, late)
+    assert "too late" not in [t.text for t in served.runner.seen]
+    assert "UnsupportedOperation" in type(refused.value).__name__ or "terminal" in str(
+        refused.value
+    )

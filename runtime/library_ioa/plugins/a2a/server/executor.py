@@ -19,7 +19,8 @@ Mapping (the spec's "Task lifecycle"):
 - Extra messages on a task that is still working are queued behind it, never preempting
   it: the SDK runs the requests of one task one after the other, and a turn whose task has
   more requests waiting reports its reply as a ``working`` status update instead of ending
-  the task.
+  the task. A request naming a task that has ended is refused with a clear error, never
+  silently dropped.
 - ``CancelTask`` withdraws the waiting call (``ticket.cancel_wait()``) and reports
   ``canceled``. It never interrupts the runtime turn: a running turn finishes inside the
   mailbox and its effects (the session history) are kept.
@@ -42,6 +43,7 @@ from a2a.types import (
     SendMessageRequest,
     Task,
 )
+from a2a.utils.errors import UnsupportedOperationError
 
 from library_ioa.plugins.a2a.parts import data_of, mas_metadata
 from library_ioa.plugins.a2a.server.publisher import TurnPublisher, TurnTicketLike
@@ -55,6 +57,7 @@ logger = logging.getLogger(__name__)
 # Set by the request handler in the call state: whether the send is a streaming one.
 STREAMING_STATE = "mas.streaming"
 DEFAULT_MESSAGE_GRACE = 0.5
+CLOSED_MEMORY = 60.0
 
 
 class TurnMailbox(Protocol):
@@ -95,6 +98,12 @@ class _ArrivalCounter(SimpleRequestContextBuilder):
         task: Task | None = None,
     ) -> RequestContext:
         built = await super().build(context, params, task_id, context_id, task)
+        # No await between this check and the note below: a turn's end cannot slip between.
+        if task_id and task_id in self._executor.closed:
+            raise UnsupportedOperationError(
+                message=f"task {task_id} has ended; send the message without a taskId to "
+                "start a new task"
+            )
         if task_id and built.message is not None:
             self._executor.waiting.setdefault(task_id, []).append(built.message.message_id)
         return built
@@ -114,6 +123,7 @@ class MasLabAgentExecutor(AgentExecutor):
         self._mailbox = mailbox
         self.message_grace = message_grace
         self.waiting: dict[str, list[str]] = {}
+        self.closed: set[str] = set()
         self._tickets: dict[str, TurnTicketLike] = {}
         self._canceled: set[str] = set()
 
@@ -175,6 +185,15 @@ class MasLabAgentExecutor(AgentExecutor):
         logger.info("agent %s: task %s canceled by the client", self.agent_id, task_id)
         updater = TaskUpdater(event_queue, task_id, context.context_id or "")
         await updater.cancel(updater.new_agent_message([Part(text="canceled by the client")]))
+
+    def closing(self, task_id: str) -> None:
+        """``task_id`` is about to end: later requests naming it are refused, not swallowed.
+
+        The SDK refuses them itself once it has recorded the end; this covers the instant
+        before. The mark is dropped after :data:`CLOSED_MEMORY` seconds.
+        """
+        self.closed.add(task_id)
+        asyncio.get_running_loop().call_later(CLOSED_MEMORY, self.closed.discard, task_id)
 
     def canceled(self, task_id: str) -> bool:
         """Whether ``task_id`` was canceled since its current request started."""

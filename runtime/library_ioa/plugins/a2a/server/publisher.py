@@ -49,6 +49,8 @@ class TaskBook(Protocol):
 
     def pending(self, task_id: str) -> int: ...
 
+    def closing(self, task_id: str) -> None: ...
+
 
 class TurnPublisher:
     """Publishes the events of one turn onto the SDK's event queue."""
@@ -164,6 +166,7 @@ class TurnPublisher:
 
     async def _answer_at_once(self, end: TurnEnded) -> None:
         if self._existing:
+            self._executor.closing(self._task_id)
             await self._updater.complete(self._reply(end.text))
             return
         await self._queue.enqueue_event(
@@ -226,10 +229,12 @@ class TurnPublisher:
                     metadata={"mas.turn_completed": True},
                 )
             else:
+                self._executor.closing(self._task_id)
                 await self._updater.complete(self._reply(end.text))
         elif end.status == "input_required":
             await self._updater.requires_input(self._reply(end.text or end.message))
         elif end.status == "failed":
+            self._executor.closing(self._task_id)
             await self._updater.failed(self._reply(end.message or end.text or "the turn failed"))
         else:
             await self._updater.cancel(self._reply(end.message or "the turn was canceled"))
