@@ -20,6 +20,8 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from a2a.utils.push_url_validator import validate_push_notification_url
 from a2a_support import (
     STEP,
     TRANSPORTS,
@@ -331,9 +333,32 @@ async def test_a_message_on_a_finished_task_is_refused_not_swallowed(served: Ser
 
         await eventually(completed, "the first turn completes")
         late = user_message("quick too late", task_id=done.task.id, context_id=done.task.context_id)
-        with pytest.raises(Exception, match=f"[Tt]ask {done.task.id}") as refused:
+        with pytest.raises(UnsupportedOperationError) as refused:
             await send(client, late)
-    assert "too late" not in [t.text for t in served.runner.seen]
-    assert "UnsupportedOperation" in type(refused.value).__name__ or "terminal" in str(
-        refused.value
+    assert str(refused.value) == (
+        f"task {done.task.id} has ended; send the message without a taskId to start a new task"
     )
+    assert "quick too late" not in [t.text for t in served.runner.seen]
+
+
+async def test_push_urls_can_be_screened_to_public_addresses(
+    receiver: tuple[str, list[tuple[dict[str, str], dict[str, object]]]],
+) -> None:
+    url, received = receiver
+    request = SendMessageRequest(message=user_message("echo screened"))
+    request.configuration.task_push_notification_config.CopyFrom(
+        TaskPushNotificationConfig(url=url, token="t")
+    )
+    async with (
+        serve_agent(
+            grpc_on=False,
+            pushNotifications=True,
+            push_url_validator=validate_push_notification_url,
+        ) as agent,
+        sdk_client(agent) as client,
+    ):
+        with pytest.raises(InvalidParamsError, match="Invalid push notification URL"):
+            async with asyncio.timeout(STEP):
+                [_ async for _ in client.send_message(request)]
+    assert received == []
+    assert agent.runner.seen == []
