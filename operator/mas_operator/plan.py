@@ -10,7 +10,7 @@ needs. It is pure: no API calls; the builders turn a plan into manifests.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -96,24 +96,6 @@ def _with_default_urls(document: Mapping[str, Any], namespace: str) -> dict[str,
     return doc
 
 
-def find_secret_refs(value: Any) -> Iterator[SecretKeyRef]:
-    """Every ``secret_key_ref: {name, key}`` inside plugin parameters, depth first."""
-    if isinstance(value, Mapping):
-        ref = value.get("secret_key_ref")
-        if (
-            isinstance(ref, Mapping)
-            and isinstance(ref.get("name"), str)
-            and isinstance(ref.get("key"), str)
-        ):
-            yield SecretKeyRef(name=ref["name"], key=ref["key"])
-        for key, item in value.items():
-            if key != "secret_key_ref":
-                yield from find_secret_refs(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from find_secret_refs(item)
-
-
 def _model_peer(params: Mapping[str, Any], model_type: str) -> Peer | None:
     for key in ("base_url", "url", "endpoint"):
         url = params.get(key)
@@ -162,7 +144,6 @@ def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> A
         peer = _model_peer(model.params, model.type)
         if peer is not None:
             peers.append(peer)
-        secrets += find_secret_refs(model.params)
     unique_secrets = {(ref.name, ref.key): ref for ref in secrets}
     return AgentPlan(
         agent=agent,

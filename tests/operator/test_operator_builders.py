@@ -42,10 +42,9 @@ def cluster_app() -> dict[str, Any]:
                             "model": {
                                 "type": "openai",
                                 "params": {
+                                    "base_url": "https://api.openai.com/v1",
                                     "model": "gpt-4o-mini",
-                                    "api_key": {
-                                        "secret_key_ref": {"name": "llm", "key": "api-key"}
-                                    },
+                                    "api_key_env": "OPENAI_API_KEY",
                                 },
                             }
                         }
@@ -72,7 +71,13 @@ def cluster_app() -> dict[str, Any]:
             "runtime": {
                 "image": "registry.example/maslab:1.0.0",
                 "autoscaling": True,
-                "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+                "env": [
+                    {"name": "LOG_LEVEL", "value": "debug"},
+                    {
+                        "name": "OPENAI_API_KEY",
+                        "secret_key_ref": {"name": "llm", "key": "api-key"},
+                    },
+                ],
                 "network_policy": {"metrics_namespace": "monitoring"},
             },
         },
@@ -140,14 +145,18 @@ def test_secrets_reach_pods_only_by_secret_key_ref() -> None:
         for dep in by_kind(children, "Deployment")
     }
     token = SecretKeyRef(name="researcher-token", key="token")
-    llm = SecretKeyRef(name="llm", key="api-key")
     concierge = envs["desk-concierge"]
-    # the concierge calls the researcher with its header and hosts the summarizer (its model key)
+    # only the concierge calls the researcher, with the Secret-backed header
     assert concierge[secret_env_name(token)]["valueFrom"] == {
         "secretKeyRef": {"name": "researcher-token", "key": "token"}
     }
-    assert concierge[secret_env_name(llm)]["valueFrom"]["secretKeyRef"]["name"] == "llm"
     assert secret_env_name(token) not in envs["desk-researcher"]
+    # the model key: spec.runtime.env, named by the model's api_key_env
+    for env in envs.values():
+        assert env["OPENAI_API_KEY"] == {
+            "name": "OPENAI_API_KEY",
+            "valueFrom": {"secretKeyRef": {"name": "llm", "key": "api-key"}},
+        }
     for cm in by_kind(children, "ConfigMap"):
         assert "secret_key_ref" in cm["data"]["application.yaml"]
     assert "value: desk" in text  # literal headers stay literal
@@ -157,9 +166,11 @@ def test_secret_versions_change_only_the_pods_that_read_them() -> None:
     plan = plan_application(cluster_app())
     concierge, researcher = plan.agent("concierge"), plan.agent("researcher")
     before = {"llm": "1", "researcher-token": "1"}
-    after = {"llm": "2", "researcher-token": "1"}
+    after = {"llm": "1", "researcher-token": "2"}
     assert secrets_hash(plan, concierge, before) != secrets_hash(plan, concierge, after)
     assert secrets_hash(plan, researcher, before) == secrets_hash(plan, researcher, after)
+    rotated = {"llm": "2", "researcher-token": "1"}  # spec.runtime.env: every pod reads it
+    assert secrets_hash(plan, researcher, before) != secrets_hash(plan, researcher, rotated)
 
 
 def test_config_hash_follows_the_configuration() -> None:
@@ -259,3 +270,16 @@ def test_card_collisions_are_refused_before_anything_is_built() -> None:
     paths = sorted(p.path for p in caught.value.problems)
     assert paths == ["spec.endpoints.concierge.url", "spec.endpoints.researcher.url"]
     assert "a single port cannot host multiple independent AgentCards" in str(caught.value)
+
+
+def test_each_configmap_document_is_servable_as_it_stands() -> None:
+    """What ``mas-ctl serve`` loads (urls required, no cluster defaults) wires as is."""
+    from mas.infra.wiring import wire
+
+    plan = plan_application(cluster_app())
+    for cm in by_kind(build_children(plan), "ConfigMap"):
+        document = yaml.safe_load(cm["data"]["application.yaml"])
+        wired = wire(document, require_urls=True)
+        agent = cm["data"]["agent"]
+        assert wired.routes.listener(agent) is not None
+        assert list(wired.routes.runtimes[agent]) == cm["data"]["hosted"].split()
