@@ -119,8 +119,7 @@ def run_operator_scenario(
             "300",
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=log_file,
         env={
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(REPO / "operator"), str(REPO / "runtime")]),

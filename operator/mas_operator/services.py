@@ -7,10 +7,8 @@ from typing import Any
 from mas_operator.names import (
     ANNOTATION_CARD_URL,
     ANNOTATION_URL,
-    METRICS_PORT,
     PORT_GRPC,
     PORT_HTTP,
-    PORT_METRICS,
     child_labels,
     selector_labels,
 )
@@ -18,7 +16,11 @@ from mas_operator.plan import AgentPlan, Plan
 
 
 def service_ports(agent: AgentPlan) -> list[dict[str, Any]]:
-    """Named ports: the A2A HTTP port, gRPC when set, and the runtime's metrics."""
+    """Named ports: the A2A HTTP port and gRPC when set.
+
+    The runtime's metrics port stays off this public Service (as ``mas-ctl serve`` intends);
+    Prometheus scrapes the pods' ``metrics`` container port (a PodMonitor).
+    """
     ports = [
         {"name": PORT_HTTP, "port": agent.http_port, "targetPort": PORT_HTTP, "protocol": "TCP"}
     ]
@@ -26,9 +28,6 @@ def service_ports(agent: AgentPlan) -> list[dict[str, Any]]:
         ports.append(
             {"name": PORT_GRPC, "port": agent.grpc_port, "targetPort": PORT_GRPC, "protocol": "TCP"}
         )
-    ports.append(
-        {"name": PORT_METRICS, "port": METRICS_PORT, "targetPort": PORT_METRICS, "protocol": "TCP"}
-    )
     return ports
 
 
