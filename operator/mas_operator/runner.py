@@ -11,14 +11,16 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 from wsgiref.simple_server import WSGIServer
 
 import kopf
+import urllib3
 from aiohttp import web
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -142,16 +144,33 @@ async def _wait_stop(stop: asyncio.Event, seconds: float) -> bool:
     return True
 
 
+async def _lease_call(call: Callable[[], bool], what: str) -> bool | None:
+    """``call()`` in a thread; ``None`` (logged) when the API server cannot be reached."""
+    try:
+        return await asyncio.to_thread(call)
+    except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+        logger.warning("%s the Lease failed: %s", what, exc)
+        return None
+
+
 async def _keep_lease(elector: LeaderElector, stop: asyncio.Event, lost: asyncio.Event) -> None:
-    while not await _wait_stop(stop, elector.settings.renew_every):
-        try:
-            held = await asyncio.to_thread(elector.renew)
-        except k8s.ApiException as exc:
-            logger.warning("renewing the Lease failed: %s %s", exc.status, exc.reason)
+    """Renew until stopped; give up leadership when renewal fails for a whole lease term.
+
+    A leader that cannot renew for ``duration`` seconds must assume a standby has taken
+    over, so it stops rather than act beside the new leader.
+    """
+    settings = elector.settings
+    renewed = time.monotonic()
+    while not await _wait_stop(stop, settings.renew_every):
+        held = await _lease_call(elector.renew, "renewing")
+        if held:
+            renewed = time.monotonic()
             continue
-        if not held:
+        expired = time.monotonic() - renewed >= settings.duration - settings.renew_every
+        if held is False or expired:
+            why = "the Lease is held by another" if held is False else "could not renew in time"
             logger.error(
-                "lost the Lease %s/%s; stopping", elector.settings.namespace, elector.settings.name
+                "lost the Lease %s/%s (%s); stopping", settings.namespace, settings.name, why
             )
             lost.set()
             stop.set()
@@ -203,7 +222,7 @@ async def run_operator(options: OperatorOptions, handle: OperatorHandle | None =
                 elector.settings.name,
                 elector.settings.identity,
             )
-            while not await asyncio.to_thread(elector.try_acquire):
+            while not await _lease_call(elector.try_acquire, "taking"):
                 if await _wait_stop(stop, elector.settings.retry_every):
                     return True
         handle.leading = True

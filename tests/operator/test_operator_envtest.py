@@ -527,3 +527,10 @@ def test_pods_are_admitted_under_the_restricted_pod_security_standard(
     for pod in pods:
         assert pod.spec.automount_service_account_token is False
         assert pod.spec.security_context.run_as_non_root is True
+
+
+def test_a_leader_that_cannot_renew_for_a_lease_term_stops(start_operator: Any, api: Api) -> None:
+    op = start_operator()  # lease_duration 4 s, renewed every 1 s
+    k8s.CoordinationV1Api(api.client).delete_namespaced_lease("mas-operator", api.ns)
+    eventually(lambda: not op.alive, 20, what="the operator to stop")
+    assert op.result is False
