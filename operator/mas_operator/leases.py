@@ -116,16 +116,17 @@ class LeaderElector:
             raise
         return True
 
-    def release(self) -> None:
-        """Give the Lease up (a clean shutdown), so a standby takes over at once."""
+    def release(self) -> bool:
+        """Give the Lease up (a clean shutdown), so a standby takes over at once.
+
+        ``False`` when it was not ours to give up.
+        """
         s = self.settings
-        try:
-            lease = self._api.read_namespaced_lease(s.name, s.namespace)
-            if lease.spec is None or lease.spec.holder_identity != s.identity:
-                return
-            lease.spec.holder_identity = None
-            lease.spec.renew_time = None
-            self._api.replace_namespaced_lease(s.name, s.namespace, lease)
-            logger.info("released Lease %s/%s", s.namespace, s.name)
-        except k8s.ApiException as exc:
-            logger.warning("could not release Lease %s/%s: %s", s.namespace, s.name, exc.reason)
+        lease = self._api.read_namespaced_lease(s.name, s.namespace)
+        if lease.spec is None or lease.spec.holder_identity != s.identity:
+            return False
+        lease.spec.holder_identity = None
+        lease.spec.renew_time = None
+        self._api.replace_namespaced_lease(s.name, s.namespace, lease)
+        logger.info("released Lease %s/%s", s.namespace, s.name)
+        return True

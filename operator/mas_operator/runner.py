@@ -110,7 +110,6 @@ def operator_settings(settings: kopf.OperatorSettings) -> None:
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=DOMAIN, key="last-handled-configuration"
     )
-    settings.persistence.finalizer = f"{DOMAIN}/operator"
     settings.posting.level = logging.WARNING
     settings.peering.standalone = True
     settings.watching.connect_timeout = 10
@@ -235,7 +234,7 @@ async def run_operator(options: OperatorOptions, handle: OperatorHandle | None =
         handle.leading = False
         handle.metrics.leader.set(0)
         if elector is not None and not lost.is_set():
-            await asyncio.to_thread(elector.release)
+            await _lease_call(elector.release, "releasing")
         if liveness is not None:
             await liveness.cleanup()
         if metrics_server is not None:
