@@ -21,7 +21,7 @@ import httpx
 import yaml
 from a2a.client import ClientConfig, ClientFactory
 from a2a.helpers import get_message_text
-from a2a.types import Message, Part, Role, SendMessageRequest
+from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
 START = 45.0  # a cold interpreter importing the SDK on a busy, shared 2-core machine
 STEP = 20.0  # the longest any other awaited step may take
@@ -206,3 +206,54 @@ async def ask_a2a(url: str, text: str, *, context_id: str | None = None) -> str:
     if task.status.HasField("message"):
         return str(get_message_text(task.status.message))
     return "".join(p.text for a in task.artifacts for p in a.parts)
+
+
+class A2AStream:
+    """A streaming A2A send with the official client, read in a task as it arrives."""
+
+    def __init__(self, url: str, text: str, *, context_id: str | None = None) -> None:
+        self.url = url
+        self.message = user_message(text, context_id=context_id)
+        self.chunks: list[str] = []
+        self.states: list[str] = []
+        self.first_text = asyncio.Event()
+        self.task = asyncio.create_task(self._run(), name="a2a-stream")
+
+    @property
+    def text(self) -> str:
+        """The streamed text so far."""
+        return "".join(self.chunks)
+
+    def _add(self, text: str) -> None:
+        if text:
+            self.chunks.append(text)
+            self.first_text.set()
+
+    async def _run(self) -> None:
+        async with httpx.AsyncClient(timeout=60.0) as http:
+            client = await ClientFactory(
+                ClientConfig(streaming=True, httpx_client=http)
+            ).create_from_url(self.url)
+            try:
+                request = SendMessageRequest(message=self.message)
+                async for response in client.send_message(request):
+                    if response.HasField("artifact_update"):
+                        for part in response.artifact_update.artifact.parts:
+                            self._add(part.text)
+                    elif response.HasField("status_update"):
+                        self.states.append(TaskState.Name(response.status_update.status.state))
+                    elif response.HasField("message"):
+                        self._add(str(get_message_text(response.message)))
+            finally:
+                await client.close()
+
+    async def started(self) -> None:
+        """Wait for the first streamed text."""
+        async with asyncio.timeout(STEP):
+            await self.first_text.wait()
+
+    async def done(self) -> str:
+        """Wait for the end of the stream; the whole text."""
+        async with asyncio.timeout(STEP * 2):
+            await self.task
+        return self.text
