@@ -138,6 +138,7 @@ async def _converse(process: SessionProcess, transcript: ConsoleTranscript, sess
                 prompt = ANSWER_PROMPT
             else:
                 prompt = PROMPT
+    transcript.idle_prompt = None
     sys.stdout.write("\n")
     transcript.note("chat ended")
     return 0

@@ -14,8 +14,9 @@ arrives, and everything else on ``info``, one line each, prefixed ``· ``:
   answer when it differs from the streamed text (after a ``replace`` steer).
 
 ``run-mas`` gives two streams (the answer on stdout, the rest on stderr); ``chat`` gives
-one (the terminal), where the agent's text goes on a ``<agent>> `` line and an info line
-that arrives mid-line starts on a fresh line, after which the agent's line resumes.
+one (the terminal), where the agent's text goes on a ``<agent>> `` line (written with
+its first text) and an info line that arrives mid-line starts on a fresh line, after which
+the agent's line resumes with the next text.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class ConsoleTranscript:
         self._speaker: str | None = None
         self._mid_line = False
         self._streamed: list[str] = []
+        self._pending = ""  # the speaker's prefix, written before its next text
         self.idle_prompt: str | None = None  # chat: rewritten after a note between turns
 
     @property
@@ -83,8 +85,7 @@ class ConsoleTranscript:
         """A turn of ``agent`` starts streaming."""
         self._speaker = agent
         self._streamed.clear()
-        if self._prefix_turns:
-            self._write(self.answer, f"{agent}> ")
+        self._pending = f"{agent}> " if self._prefix_turns else ""
 
     def event(self, event: TurnEvent) -> None:
         """One event of the turn being streamed."""
@@ -97,13 +98,17 @@ class ConsoleTranscript:
             return
         if isinstance(event, TextDelta) and event.text:
             self._streamed.append(event.text)
+            if self._pending:
+                self._write(self.answer, self._pending)
+                self._pending = ""
             self._write(self.answer, event.text)
 
     def end(self, ended: TurnEnded) -> None:
         """The streamed turn ended."""
-        if self._mid_line or self._prefix_turns:
+        if self._mid_line:
             self._newline(self.answer)
         self._speaker = None
+        self._pending = ""
         if ended.status == "input_required":
             return
         if ended.status != "completed":
@@ -122,7 +127,7 @@ class ConsoleTranscript:
         self.info.write(f"· {line}\n")
         self.info.flush()
         if self._shared and self._speaker is not None and self._prefix_turns:
-            self._write(self.answer, f"{self._speaker}> ")
+            self._pending = f"{self._speaker}> "
         elif self._shared and self._speaker is None and self.idle_prompt:
             self._write(self.answer, self.idle_prompt)
 
