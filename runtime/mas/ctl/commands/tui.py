@@ -131,6 +131,13 @@ class Tui:
             self.state.typed += key
         self.draw()
 
+    def on_resize(self) -> None:
+        """The terminal changed size: tell curses, then redraw."""
+        size = os.get_terminal_size(sys.stdout.fileno())
+        with contextlib.suppress(curses.error):
+            curses.resizeterm(size.lines, size.columns)
+        self.draw()
+
     def on_signal(self, signum: int) -> None:
         """Ctrl-C interrupts a running turn, else quits; SIGTERM quits."""
         if signum == signal.SIGINT and self.working:
@@ -171,15 +178,17 @@ class Tui:
         """Until ``/quit``, Ctrl-D or a signal."""
         loop = asyncio.get_running_loop()
         loop.add_reader(sys.stdin.fileno(), self.on_key)
+        loop.add_signal_handler(signal.SIGWINCH, self.on_resize)
         worker = loop.create_task(self.converse())
         try:
             with Signals(self.on_signal):
-                self.draw()
+                self.on_resize()  # a resize before the handler was in place
                 while not self.stop.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.stop.wait(), TICK)
                     self.draw()
         finally:
+            loop.remove_signal_handler(signal.SIGWINCH)
             loop.remove_reader(sys.stdin.fileno())
             worker.cancel()
             await asyncio.gather(worker, *self._tasks, return_exceptions=True)
