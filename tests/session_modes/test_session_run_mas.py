@@ -24,19 +24,30 @@ from tests.conftest import EXAMPLES
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
-async def test_the_main_job_runs_the_example_agency(control_dir: Path) -> None:
-    concierge, researcher, search = free_port(), free_port(), free_port()
+async def test_the_main_job_runs_the_example_agency(tmp_path: Path, control_dir: Path) -> None:
+    concierge, researcher, search, unused = free_port(), free_port(), free_port(), free_port()
+    # Merge order: the agency document, then --infra-ref, then --override/--bind in order.
+    infra = write_app(
+        tmp_path / "infra.yaml",
+        {
+            "spec": {
+                "endpoints": {
+                    "concierge": {"url": f"http://127.0.0.1:{concierge}"},
+                    "researcher": {"url": f"http://127.0.0.1:{unused}"},
+                    "web-search": {"url": f"http://127.0.0.1:{search}"},
+                }
+            }
+        },
+    )
     code, out, err = await mas_ctl(
         control_dir,
         "run-mas",
         "-f",
         str(EXAMPLES / "agency.yaml"),
-        "--override",
-        f"infra:spec.endpoints.concierge.url=http://127.0.0.1:{concierge}",
+        "--infra-ref",
+        str(infra),
         "--override",
         f"infra:spec.endpoints.researcher.url=http://127.0.0.1:{researcher}",
-        "--override",
-        f"infra:spec.endpoints[web-search].url=http://127.0.0.1:{search}",
         "-m",
         "What changed in A2A 1.0?",
     )
@@ -55,7 +66,7 @@ async def test_the_main_job_runs_the_example_agency(control_dir: Path) -> None:
     ) in lines
     assert "route concierge -> summarizer: in-process (local)" in lines
     assert lines[-1].startswith("ready: session run-") and lines[-1].endswith(" on concierge")
-    assert "Traceback" not in err
+    assert str(unused) not in err and "Traceback" not in err
 
 
 async def test_a_deployed_agent_answers_over_a2a_while_the_entry_works(

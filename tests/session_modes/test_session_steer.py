@@ -142,6 +142,30 @@ async def test_a2a_messages_queue_while_the_control_protocol_steers_the_same_ses
         text = await story.done()
         assert text.startswith("one ") and text.endswith("heard: left") and "six" not in text
         assert "· steer preempt on desk/shared: 'left'" in run.err
+
+        # mas-ctl ps lists the run-mas process's advertised endpoint.
+        code, out, err = await mas_ctl(control_dir, "ps")
+        assert code == 0, err
+        header, row = out.strip().splitlines()
+        assert header.split() == ["AGENT", "PID", "ADDRESS"]
+        assert row.split()[:2] == ["desk", str(run.process.pid)]
         assert await run.signal(signal.SIGINT) == 0
+        assert "SIGINT received: stopping" in run.err
+        code, out, err = await mas_ctl(control_dir, "ps")
+        assert (code, out.strip()) == (0, f"no control endpoints in {control_dir}")
     finally:
         await run.close()
+
+
+async def test_ctrl_c_interrupts_the_turn_of_run_mas_m(tmp_path: Path, control_dir: Path) -> None:
+    app = write_app(tmp_path / "app.yaml", application({"desk": {"model": scripted(LONG_STORY)}}))
+    args = ("run-mas", "-f", str(app), "--session", "int", "-m", "story")
+    run = await MasCtl.start(control_dir, *args)
+    try:
+        await run.wait_for("one ", stream="out")
+        assert await run.signal(signal.SIGINT) == 130
+    finally:
+        await run.close()
+    assert "six" not in run.out
+    assert run.err.splitlines()[-1] == "interrupted: the turn of session int was canceled"
+    assert "Traceback" not in run.err
