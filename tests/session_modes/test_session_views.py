@@ -150,3 +150,9 @@ def test_the_tui_state_streams_lines_and_counts_remote_work() -> None:
     state.record(DelegationFinished("desk", "web", "s", True, "ok"))
     assert state.agent_lines()[1] == "  web            idle     remote q=0"
     assert list(state.activity) == ["desk -> web: working on 'q'", "web -> desk: done"]
+
+
+def test_the_steer_demo_example_wires() -> None:
+    wired = _wired(load_document(EXAMPLES / "steer-demo.yaml"))
+    assert hosted_roots(wired) == ["concierge"]
+    assert wired.routes.hosted_with(("concierge",)) == ("concierge", "librarian")
