@@ -150,7 +150,8 @@ async def serve_agent(
     grpc_on: bool = True,
     runner: ScriptRunner | None = None,
     max_pending_per_session: int = 64,
-    message_grace: float = 0.5,
+    push_url_validator: Any = None,
+    message_grace: float = 5.0,  # generous: a busy CI machine must not turn a Message into a task
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """Serve a scripted agent on free loopback ports; stop it afterwards."""
@@ -166,6 +167,7 @@ async def serve_agent(
         grpc=grpc_on,
         drain_timeout=2.0,
         message_grace=message_grace,
+        push_url_validator=push_url_validator,
     )
     await exposure.start()
     try:
