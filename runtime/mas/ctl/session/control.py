@@ -286,7 +286,8 @@ class ControlClient:
             where = directory or control_directory()
             raise ControlError(
                 f"no running process advertises a control endpoint for agent {agent_id!r} "
-                f"in {where} (start it with mas-ctl serve, without --no-control)"
+                f"in {where} (start it with mas-ctl serve, run-mas, chat or tui, without "
+                "--no-control)"
             )
         if len(found) > 1:
             pids = ", ".join(str(e.pid) for e in found)
