@@ -269,7 +269,8 @@ async def test_bad_flags_are_one_clear_line_and_a_non_zero_exit(
         ("steer", "--agent", "desk", "--session", "s", "--mode", "preempt", "x"): (
             1,
             f"error: no running process advertises a control endpoint for agent 'desk' in "
-            f"{control_dir} (start it with mas-ctl serve, without --no-control)",
+            f"{control_dir} (start it with mas-ctl serve, run-mas, chat or tui, without "
+            "--no-control)",
         ),
     }
     results = await asyncio.gather(*(mas_ctl(control_dir, *args, timeout=90) for args in cases))
