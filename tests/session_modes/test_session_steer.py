@@ -141,7 +141,7 @@ async def test_a2a_messages_queue_while_the_control_protocol_steers_the_same_ses
         assert code == 0 and out.startswith("preempted: turn steer-"), err
         text = await story.done()
         assert text.startswith("one ") and text.endswith("heard: left") and "six" not in text
-        assert "· steer preempt on desk/shared: 'left'" in run.err
+        await run.wait_for("· steer preempt on desk/shared: 'left'", timeout=10)
 
         # mas-ctl ps lists the run-mas process's advertised endpoint.
         code, out, err = await mas_ctl(control_dir, "ps")
@@ -169,3 +169,28 @@ async def test_ctrl_c_interrupts_the_turn_of_run_mas_m(tmp_path: Path, control_d
     assert "six" not in run.out
     assert run.err.splitlines()[-1] == "interrupted: the turn of session int was canceled"
     assert "Traceback" not in run.err
+
+
+async def test_pid_chooses_between_two_processes_serving_one_agent(
+    tmp_path: Path, control_dir: Path
+) -> None:
+    app = write_app(tmp_path / "app.yaml", application({"desk": {"model": scripted()}}))
+    first = await MasCtl.start(control_dir, "run-mas", "-f", str(app))
+    second = await MasCtl.start(control_dir, "run-mas", "-f", str(app))
+    try:
+        await asyncio.gather(first.wait_for("ready: serving"), second.wait_for("ready: serving"))
+        pids = sorted([first.process.pid, second.process.pid])
+        cancel = ("cancel", "--agent", "desk", "--session", "s")
+        code, out, err = await mas_ctl(control_dir, *cancel)
+        assert (code, out, err) == (
+            1,
+            "",
+            f"error: several processes serve agent 'desk' (pids {pids[0]}, {pids[1]}); "
+            "choose one with --pid\n",
+        )
+        code, out, err = await mas_ctl(control_dir, *cancel, "--pid", str(second.process.pid))
+        assert (code, out) == (0, "no turn was running in session 's' of agent 'desk'\n"), err
+        await second.wait_for("· cancel on desk/s: no turn was running", timeout=10)
+        assert "· cancel" not in first.err
+    finally:
+        await asyncio.gather(first.close(), second.close())
