@@ -7,6 +7,7 @@ import asyncio
 import signal
 from pathlib import Path
 
+import httpx
 import pytest
 from session_modes_support import (
     STORY,
@@ -56,8 +57,8 @@ async def test_the_main_job_runs_the_example_agency(tmp_path: Path, control_dir:
     assert lines[0] == "hosting concierge (entry), summarizer, researcher"
     assert lines[1].startswith(f"listening concierge: A2A http://127.0.0.1:{concierge} (JSON-RPC)")
     assert lines[2] == (
-        "note concierge: gRPC is not served here; mas-ctl serve is the only path that starts "
-        "the gRPC listener"
+        "note concierge: gRPC is not served here (nor in its card); mas-ctl serve is the only "
+        "path that starts the gRPC listener"
     )
     assert lines[3].startswith(f"listening researcher: A2A http://127.0.0.1:{researcher} ")
     assert (
@@ -161,7 +162,7 @@ async def test_run_mas_delegates_through_bind_to_a_separate_serve(
 async def test_a_bound_name_is_never_listened_on_and_its_absence_is_a_tool_error(
     tmp_path: Path, control_dir: Path
 ) -> None:
-    desk, search = free_port(), free_port()
+    desk, search, grpc = free_port(), free_port(), free_port()
     rule = {
         "match": "^search (?P<q>.+)",
         "delegate": {"to": "search", "message": "{q}"},
@@ -171,7 +172,13 @@ async def test_a_bound_name_is_never_listened_on_and_its_absence_is_a_tool_error
         tmp_path / "app.yaml",
         application(
             {"desk": {"delegates_to": ["search"], "model": scripted(rule)}},
-            {"desk": {"url": f"http://127.0.0.1:{desk}", "usage": "deploy", "timeout": 5}},
+            {
+                "desk": {
+                    "url": f"http://127.0.0.1:{desk}",
+                    "usage": "deploy",
+                    "a2a": {"grpc_port": grpc},
+                }
+            },
         ),
     )
     # Without the --bind row, the target does not exist: one clear error, no listener.
@@ -185,6 +192,12 @@ async def test_a_bound_name_is_never_listened_on_and_its_absence_is_a_tool_error
         await run.wait_for("ready: serving until SIGINT or SIGTERM")
         assert listening(desk)
         assert not listening(search)
+        # Only serve starts gRPC: not listened on, and the card does not advertise it.
+        assert not listening(grpc)
+        async with httpx.AsyncClient(timeout=10) as http:
+            card = (await http.get(f"http://127.0.0.1:{desk}/.well-known/agent-card.json")).json()
+        bindings = {i["protocolBinding"] for i in card["supportedInterfaces"]}
+        assert bindings == {"JSONRPC", "HTTP+JSON"}
         [advert] = list(control_dir.glob("desk.*.json"))
         reply = await ask_a2a(f"http://127.0.0.1:{desk}", "search cats")
         assert reply.startswith("search said: delegation to 'search' failed: ")

@@ -153,8 +153,8 @@ class SessionProcess:
             endpoint = endpoints[bound.agent]
             if endpoint.a2a.grpc_port is not None or endpoint.a2a.grpc_url is not None:
                 lines.append(
-                    f"note {bound.agent}: gRPC is not served here; mas-ctl serve is the only "
-                    "path that starts the gRPC listener"
+                    f"note {bound.agent}: gRPC is not served here (nor in its card); mas-ctl "
+                    "serve is the only path that starts the gRPC listener"
                 )
         for agent in host.agents:
             for route in self.wired.routes.from_agent(agent):
