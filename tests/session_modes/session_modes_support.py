@@ -90,6 +90,30 @@ STORY = {
 }
 
 
+def chat_app(tmp_path: Path, port: int) -> Path:
+    """The chat and tui agency: desk (deployed on ``port``) delegating to a private helper."""
+    rules = [
+        {
+            "match": "^ask helper (?P<q>.+)",
+            "delegate": {"to": "helper", "message": "{q}"},
+            "reply": "helper said: {result}",
+        },
+        {"match": "^book", "reply": "Sure.", "ask": "Which day?"},
+        {"match": "^(mon|tues|wednes|thurs|fri)day$", "reply": "Booked for {input} ({question})"},
+        STORY,
+    ]
+    return write_app(
+        tmp_path / "chat.yaml",
+        application(
+            {
+                "desk": {"delegates_to": ["helper"], "model": scripted(*rules)},
+                "helper": {"model": scripted(default="helper did: {input}")},
+            },
+            {"desk": {"url": f"http://127.0.0.1:{port}", "usage": "deploy"}},
+        ),
+    )
+
+
 def user_message(text: str, *, context_id: str | None = None) -> Message:
     """An A2A user message."""
     message = Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)])

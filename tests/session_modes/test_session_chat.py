@@ -9,42 +9,9 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from session_modes_support import (
-    START,
-    STEP,
-    STORY,
-    application,
-    ask_a2a,
-    environment,
-    free_port,
-    scripted,
-    write_app,
-)
+from session_modes_support import START, STEP, ask_a2a, chat_app, environment, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-def chat_app(tmp_path: Path, port: int) -> Path:
-    rules = [
-        {
-            "match": "^ask helper (?P<q>.+)",
-            "delegate": {"to": "helper", "message": "{q}"},
-            "reply": "helper said: {result}",
-        },
-        {"match": "^book", "reply": "Sure.", "ask": "Which day?"},
-        {"match": "^(mon|tues|wednes|thurs|fri)day$", "reply": "Booked for {input} ({question})"},
-        STORY,
-    ]
-    return write_app(
-        tmp_path / "chat.yaml",
-        application(
-            {
-                "desk": {"delegates_to": ["helper"], "model": scripted(*rules)},
-                "helper": {"model": scripted(default="helper did: {input}")},
-            },
-            {"desk": {"url": f"http://127.0.0.1:{port}", "usage": "deploy"}},
-        ),
-    )
 
 
 async def test_chat_through_a_pty_with_delegation_hitl_cancel_and_a2a(

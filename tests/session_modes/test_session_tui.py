@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from session_modes_support import START, STEP, free_port, mas_ctl
-from test_session_chat import chat_app
+from session_modes_support import START, STEP, chat_app, free_port, mas_ctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

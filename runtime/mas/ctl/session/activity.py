@@ -14,7 +14,7 @@ its listeners (the console view, the curses screen, the transcript file). Record
   when the turn that carries the steer text ends, :class:`Canceled` for ``cancel_inflight``.
 
 A listener must not block: it is called on the event loop, in the order of the records.
-A listener that raises is logged and dropped from nothing else: the others still run.
+A listener that raises is logged; the others still get the record.
 """
 
 from __future__ import annotations
