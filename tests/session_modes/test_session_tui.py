@@ -139,6 +139,13 @@ async def test_tui_in_tmux(tmux: Tmux, tmp_path: Path, control_dir: Path) -> Non
     await tmux.type("friday")
     await tmux.wait_for(r"desk: Booked for friday \(Which day\?\)")
 
+    await tmux.type("story")
+    await tmux.wait_for(r"(?m)^desk: one( two| three| four)* +\|")  # still streaming
+    await tmux.run("send-keys", "-t", "tui", "C-c")  # interrupts the running turn
+    shown = await tmux.wait_for(r"turn: canceled: turn 'turn-\w+' was canceled while it ran")
+    assert "cancel on desk/t1" not in shown  # Ctrl-C is local, not the control protocol
+    await tmux.wait_for(r" ready · session t1")
+
     await tmux.type("/quit")
     shown = await tmux.wait_for(r"EXITED 0")
     assert "Traceback" not in shown
