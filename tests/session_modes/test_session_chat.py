@@ -1,6 +1,7 @@
 """``mas-ctl chat`` driven through a pseudo-terminal, as a person types: delegation shown
-live, a HITL question and its answer, Ctrl-C interrupting a turn, the deployed endpoint
-answering A2A in the background, Ctrl-D ending the chat."""
+live, a HITL question and its answer, a control-protocol steer mid-stream, Ctrl-C
+interrupting a turn, the deployed endpoint answering A2A in the background, Ctrl-D ending
+the chat."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from session_modes_support import START, STEP, ask_a2a, chat_app, environment, free_port
+from session_modes_support import (
+    START,
+    STEP,
+    ask_a2a,
+    chat_app,
+    environment,
+    free_port,
+    mas_ctl,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -48,6 +57,19 @@ async def test_chat_through_a_pty_with_delegation_hitl_cancel_and_a2a(
         child.expect_exact("answer> ")
         child.sendline("friday")
         child.expect_exact("desk> Booked for friday (Which day?)\r\n")
+        child.expect_exact("you> ")
+
+        # A steer over the control protocol shows up mid-stream, on its own line.
+        child.sendline("story")
+        child.expect_exact("desk> one ")
+        steer = ("steer", "--agent", "desk", "--session", "talk", "--mode", "preempt", "left")
+        code, out, err = await mas_ctl(control_dir, *steer)
+        assert code == 0 and out.startswith("preempted: turn steer-"), err
+        child.expect_exact(
+            "· steer preempt on desk/talk: 'left' (preempted: the prefix is kept, the rest "
+            "replaced)\r\n"
+        )
+        child.expect_exact("desk> heard: left\r\n")
         child.expect_exact("you> ")
 
         child.sendline("story")
