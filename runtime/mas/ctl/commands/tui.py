@@ -23,6 +23,7 @@ import curses
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from typing import Any
 
 from mas.ctl.documents import add_document_options, load_wired
@@ -98,7 +99,7 @@ class Tui:
         self.state.status = self._status()
         self.screen.draw(self.state)
 
-    def spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run ``coro`` in a task the TUI keeps until it ends."""
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
