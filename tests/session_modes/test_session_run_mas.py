@@ -14,6 +14,7 @@ from session_modes_support import (
     MasCtl,
     application,
     ask_a2a,
+    chat_app,
     free_port,
     listening,
     mas_ctl,
@@ -252,7 +253,29 @@ async def test_bad_flags_are_one_clear_line_and_a_non_zero_exit(
     tmp_path: Path, control_dir: Path
 ) -> None:
     app = str(write_app(tmp_path / "app.yaml", application({"desk": {"model": scripted()}})))
+    two = str(chat_app(tmp_path, free_port()))
+    desk_url = "infra:spec.endpoints.desk.url"
     cases = {
+        ("run-mas", "-f", two, "--override", f"{desk_url}=http://127.0.0.1:9/a2a", "-m", "hi"): (
+            1,
+            "error: spec.endpoints.desk.url: 'http://127.0.0.1:9/a2a' has a path prefix '/a2a'; "
+            "the advertised url cannot include one (accepted: scheme://host[:port])",
+        ),
+        (
+            "run-mas",
+            "-f",
+            two,
+            "--override",
+            f"{desk_url}=http://127.0.0.1:9",
+            "--override",
+            "infra:spec.endpoints.helper={url: 'http://127.0.0.1:9', usage: deploy}",
+            "-m",
+            "hi",
+        ): (
+            1,
+            "error: spec.endpoints.helper.url: 127.0.0.1:9 is also served by "
+            "spec.endpoints.desk.url; a single port cannot host multiple independent AgentCards",
+        ),
         ("run-mas",): (
             2,
             "mas-ctl run-mas: error: the following arguments are required: -f/--file",
@@ -290,5 +313,6 @@ async def test_bad_flags_are_one_clear_line_and_a_non_zero_exit(
     for (args, (code, last)), (got_code, _, err) in zip(cases.items(), results, strict=True):
         assert (got_code, err.strip().splitlines()[-1]) == (code, last), args
         assert "Traceback" not in err, args
-        if not last.startswith("mas-ctl "):  # argparse prints its usage line first
+        # argparse prints its usage line first; a shared port is reported for both endpoints
+        if not last.startswith("mas-ctl ") and "also served by" not in last:
             assert len(err.strip().splitlines()) == 1, (args, err)
