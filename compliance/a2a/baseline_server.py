@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+from typing import Any
 
 import grpc
 import httpx
@@ -47,6 +48,8 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf.struct_pb2 import Value
 from starlette.applications import Starlette
+
+from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +165,9 @@ def build_card(port: int, grpc_port: int) -> AgentCard:
     )
 
 
-async def serve(port: int, grpc_port: int, *, taught: bool = False) -> None:
+async def serve(
+    port: int, grpc_port: int, *, taught: bool = False, corrected: bool = False
+) -> None:
     """Serve until cancelled."""
     card = build_card(port, grpc_port)
     push_store = InMemoryPushNotificationConfigStore()
@@ -179,8 +184,12 @@ async def serve(port: int, grpc_port: int, *, taught: bool = False) -> None:
             *create_rest_routes(handler, path_prefix="/a2a/rest"),
             *create_jsonrpc_routes(handler, rpc_url="/"),
         ]
-        app = Starlette(routes=routes)
-        grpc_server = grpc.aio.server()
+        app: Any = Starlette(routes=routes)
+        interceptors: list[Any] = []
+        if corrected:
+            app = HttpCorrections(app, rpc_path="/", rest_prefix="/a2a/rest")
+            interceptors.append(GrpcVersionCheck())
+        grpc_server = grpc.aio.server(interceptors=interceptors)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
         grpc_server.add_insecure_port(f"{HOST}:{grpc_port}")
         await grpc_server.start()
@@ -199,9 +208,12 @@ def main() -> None:
     parser.add_argument(
         "--taught", action="store_true", help="also act on the TCK's messageId prefixes"
     )
+    parser.add_argument(
+        "--corrected", action="store_true", help="mount library_ioa's corrections of the SDK"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(serve(args.port, args.grpc_port, taught=args.taught))
+    asyncio.run(serve(args.port, args.grpc_port, taught=args.taught, corrected=args.corrected))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """Run the official A2A TCK against a system under test and write our reports.
 
-    python -m compliance.a2a.run --tck PATH [--sut serve|baseline|baseline-taught]
+    python -m compliance.a2a.run --tck PATH [--sut serve|baseline|baseline-taught|...]
                                  [--transport jsonrpc|rest|grpc|all] [--out compliance/out]
 
 ``--sut serve`` (the default) starts ``mas-ctl serve`` on ``compliance/a2a/application.yaml``
 (agent ``tck``) with its url and gRPC port moved to free loopback ports; ``--sut baseline``
 starts the bare a2a-sdk echo server of :mod:`compliance.a2a.baseline_server` (``baseline-taught``:
-the same server taught the TCK's messageId behaviours). The TCK runs from
+the same server taught the TCK's messageId behaviours; ``baseline-corrected``: taught, with
+:mod:`library_ioa.plugins.a2a.corrections` mounted). The TCK runs from
 its own virtual environment (built on first use, see :mod:`compliance.a2a.tckenv`), with its
 push-notification webhook kept on loopback. Reports land in ``<out>/<sut>/``: the TCK's own
 (``tck/compatibility.json``, HTML, JUnit) and ours (``report.json``, ``report.md``).
@@ -57,7 +58,8 @@ def sut_command(sut: str, port: int, grpc_port: int, app: Path, agent: str) -> l
         return [
             sys.executable, "-m", "compliance.a2a.baseline_server",
             "--port", str(port), "--grpc-port", str(grpc_port),
-            *(["--taught"] if sut == "baseline-taught" else []),
+            *(["--taught"] if sut in ("baseline-taught", "baseline-corrected") else []),
+            *(["--corrected"] if sut == "baseline-corrected" else []),
         ]  # fmt: skip
     mas_ctl = Path(sys.executable).with_name("mas-ctl")
     return [
@@ -123,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(prog="python -m compliance.a2a.run", description=__doc__)
     parser.add_argument("--tck", required=True, type=Path, help="path of an A2A TCK checkout")
-    parser.add_argument("--sut", choices=("serve", "baseline", "baseline-taught"), default="serve")
+    parser.add_argument(
+        "--sut",
+        choices=("serve", "baseline", "baseline-taught", "baseline-corrected"),
+        default="serve",
+    )
     parser.add_argument("--transport", choices=(*TRANSPORTS, "all"), default="all")
     parser.add_argument("--out", type=Path, default=REPO / "compliance" / "out")
     parser.add_argument("--app", type=Path, default=HERE / "application.yaml")
