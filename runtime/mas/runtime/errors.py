@@ -11,7 +11,12 @@ The tree::
     │   ├── PeerUnavailable        the peer cannot be reached (connection refused, DNS, closed)
     │   ├── PeerTimeout            no answer within the endpoint timeout
     │   └── PeerProtocolError      the peer answered something that is not the protocol
-    └── (the runtime issue adds delegation and mailbox errors here)
+    ├── ModelError                 a model plugin failed during a generation (the turn ends failed)
+    ├── MailboxError               the session turn mailbox refused a turn
+    │   ├── MailboxFull            a session's queue (or the session table) is at its bound
+    │   └── MailboxClosed          the mailbox is closed (the process is shutting down)
+    ├── HostError                  a runtime process cannot be built (unknown agent, missing env)
+    └── ControlError               the control endpoint: none advertised, bad token, refused request
 """
 
 from __future__ import annotations
@@ -57,3 +62,27 @@ class PeerTimeout(CommError):
 
 class PeerProtocolError(CommError):
     """The peer's answer is not valid protocol."""
+
+
+class ModelError(RuntimeFailure):
+    """A model plugin failed during a generation; the turn ends ``failed`` with this message."""
+
+
+class MailboxError(RuntimeFailure):
+    """The session turn mailbox refused a turn."""
+
+
+class MailboxFull(MailboxError):
+    """A session's queue, or the number of sessions, is at its bound; retry later."""
+
+
+class MailboxClosed(MailboxError):
+    """The mailbox is closed; no turn is accepted any more."""
+
+
+class HostError(RuntimeFailure):
+    """A runtime process cannot be built from the Application (the message says what to fix)."""
+
+
+class ControlError(RuntimeFailure):
+    """A control-endpoint problem: none advertised, a bad token, or a refused request."""

@@ -1,0 +1,216 @@
+"""``A2AAgentComm``: the outbound peer send over A2A (registry ``agent_comm``/``a2a``).
+
+An :class:`~mas.runtime.boundary.agentcomm.AgentCommContract` on the official a2a-sdk
+client. ``url``, ``headers`` and ``timeout`` come from the Application endpoint of the peer
+(header values already resolved: Secret-backed ones are read by the host from the
+environment).
+
+One ``send``: resolve the peer's AgentCard (once, cached), send one message with
+``contextId`` = the session id and the metadata ``mas.caller_call_id``,
+``mas.correlation_id`` and ``mas.delegation_depth``, wait for the peer's turn to end (a
+blocking send; a task the peer leaves working is followed with ``SubscribeToTask``), all
+within ``timeout`` seconds. Failures, each naming the peer URL:
+
+- connection refused, DNS failure, closed connection: :class:`PeerUnavailable`;
+- no answer within the timeout: :class:`PeerTimeout`;
+- an answer that is not A2A (bad card, bad JSON, an error reply): :class:`PeerProtocolError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from a2a.client import (
+    A2ACardResolver,
+    A2AClientError,
+    A2AClientTimeoutError,
+    Client,
+    ClientConfig,
+    ClientFactory,
+)
+from a2a.types import (
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.constants import TransportProtocol
+from a2a.utils.errors import A2AError
+
+from library_ioa.plugins.a2a.parts import artifact_from_a2a, data_part, dict_to_struct, text_of
+from mas.runtime.boundary.agentcomm import AgentCommContract, CommReply, OutboundMessage
+from mas.runtime.errors import CommError, PeerProtocolError, PeerTimeout, PeerUnavailable
+from mas.runtime.turns import CALLER_CALL_ID, CORRELATION_ID, DELEGATION_DEPTH
+
+logger = logging.getLogger(__name__)
+
+RESPONSE_ARTIFACT = "response"
+_STATUS = {
+    TaskState.TASK_STATE_COMPLETED: "completed",
+    TaskState.TASK_STATE_INPUT_REQUIRED: "input_required",
+    TaskState.TASK_STATE_AUTH_REQUIRED: "input_required",
+    TaskState.TASK_STATE_FAILED: "failed",
+    TaskState.TASK_STATE_REJECTED: "failed",
+    TaskState.TASK_STATE_CANCELED: "canceled",
+}
+_UNREACHABLE = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, OSError)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain = [exc]
+    while chain[-1].__cause__ is not None and len(chain) < 20:
+        chain.append(chain[-1].__cause__)
+    return chain
+
+
+class A2AAgentComm(AgentCommContract):
+    """Sends delegations to one A2A peer."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        if not url or "://" not in url:
+            raise ValueError(f"url: {url!r} is not an A2A base URL; accepted: scheme://host[:port]")
+        if timeout <= 0:
+            raise ValueError(f"timeout: {timeout!r} must be a positive number of seconds")
+        self.url = url.rstrip("/")
+        self.timeout = float(timeout)
+        self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
+        self._http: httpx.AsyncClient | None = None
+        self._client: Client | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    async def _connect(self) -> Client:
+        async with self._lock:
+            if self._closed:
+                raise PeerUnavailable(f"peer {self.url}: the A2A client is closed")
+            if self._client is None:
+                if self._http is None:
+                    self._http = httpx.AsyncClient(
+                        headers=self._headers, timeout=httpx.Timeout(self.timeout + 1.0)
+                    )
+                card = await A2ACardResolver(self._http, self.url).get_agent_card()
+                config = ClientConfig(
+                    streaming=False,
+                    httpx_client=self._http,
+                    supported_protocol_bindings=[
+                        TransportProtocol.JSONRPC.value,
+                        TransportProtocol.HTTP_JSON.value,
+                    ],
+                )
+                self._client = ClientFactory(config).create(card)
+            return self._client
+
+    def _request(self, message: OutboundMessage) -> SendMessageRequest:
+        parts = [Part(text=message.text)]
+        if message.data is not None:
+            parts.append(data_part(message.data))
+        metadata: dict[str, Any] = {
+            **message.metadata,
+            CALLER_CALL_ID: message.call_id,
+            CORRELATION_ID: message.correlation_id,
+            DELEGATION_DEPTH: message.depth,
+        }
+        return SendMessageRequest(
+            message=Message(
+                role=Role.ROLE_USER,
+                message_id=str(uuid.uuid4()),
+                context_id=message.session_id,
+                parts=parts,
+                metadata=dict_to_struct(metadata),
+            )
+        )
+
+    async def send(self, message: OutboundMessage) -> CommReply:
+        """Deliver ``message`` to the peer and wait for its reply (within the timeout)."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                client = await self._connect()
+                return await self._exchange(client, self._request(message))
+        except TimeoutError:
+            raise PeerTimeout(f"peer {self.url} did not answer within {self.timeout:g}s") from None
+        except CommError:
+            raise
+        except A2AClientTimeoutError:
+            raise PeerTimeout(f"peer {self.url} did not answer within {self.timeout:g}s") from None
+        except (A2AError, ValueError, httpx.HTTPError, OSError) as exc:
+            raise self._classify(exc) from None
+
+    def _classify(self, exc: BaseException) -> CommError:
+        chain = _causes(exc)
+        unreachable = next((e for e in chain if isinstance(e, _UNREACHABLE)), None)
+        if unreachable is not None:
+            reason = str(unreachable) or type(unreachable).__name__
+            return PeerUnavailable(f"peer {self.url} is unavailable: {reason}")
+        if any(isinstance(e, httpx.TimeoutException) for e in chain):
+            return PeerTimeout(f"peer {self.url} did not answer within {self.timeout:g}s")
+        if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
+            return PeerProtocolError(
+                f"peer {self.url} answered with an A2A error ({type(exc).__name__}): {exc}"
+            )
+        return PeerProtocolError(f"peer {self.url} answered with something that is not A2A: {exc}")
+
+    async def _exchange(self, client: Client, request: SendMessageRequest) -> CommReply:
+        result: StreamResponse | None = None
+        async for response in client.send_message(request):
+            result = response
+        if result is None:
+            raise PeerProtocolError(f"peer {self.url} answered the send with nothing")
+        if result.HasField("message"):
+            return CommReply("completed", text_of(result.message.parts))
+        if not result.HasField("task"):
+            raise PeerProtocolError(f"peer {self.url} answered with neither a task nor a message")
+        task = result.task
+        if task.status.state not in _STATUS:
+            task = await self._follow(client, task)
+        return self._reply(task)
+
+    async def _follow(self, client: Client, task: Task) -> Task:
+        """Wait on a task the peer left working (still within the send's timeout)."""
+        async for event in client.subscribe(SubscribeToTaskRequest(id=task.id)):
+            state = None
+            if event.HasField("status_update"):
+                state = event.status_update.status.state
+            elif event.HasField("task"):
+                state = event.task.status.state
+            if state in _STATUS:
+                break
+        return await client.get_task(GetTaskRequest(id=task.id))
+
+    def _reply(self, task: Task) -> CommReply:
+        status = _STATUS.get(task.status.state)
+        if status is None:
+            raise PeerProtocolError(
+                f"peer {self.url} left task {task.id} in state {TaskState.Name(task.status.state)}"
+            )
+        streamed = [a for a in task.artifacts if a.name == RESPONSE_ARTIFACT]
+        others = tuple(artifact_from_a2a(a) for a in task.artifacts if a.name != RESPONSE_ARTIFACT)
+        text = text_of(task.status.message.parts) if task.status.HasField("message") else ""
+        if not text:
+            text = "".join(text_of(a.parts) for a in streamed)
+        return CommReply(status, text, others, task.id)  # type: ignore[arg-type]
+
+    async def aclose(self) -> None:
+        """Close the connection pool; ``send`` afterwards raises ``PeerUnavailable``."""
+        async with self._lock:
+            self._closed = True
+            client, self._client = self._client, None
+            http, self._http = self._http, None
+        if client is not None:
+            await client.close()
+        if http is not None:
+            await http.aclose()  # shared with the client, which does not close it

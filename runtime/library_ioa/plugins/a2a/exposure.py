@@ -1,0 +1,223 @@
+"""``A2AExposure``: the A2A ingress adapter of one agent (registry ``agent_expose``/``a2a``).
+
+Not an ``AgentCommContract``: it receives, it never sends. On one advertised URL (no path
+prefix) it serves
+
+- JSON-RPC at the URL root (``/``),
+- HTTP+JSON under ``/a2a/rest``,
+- the AgentCard at ``/.well-known/agent-card.json``,
+- ``/healthz`` and ``/readyz`` for probes, and ``/metrics`` when given registries,
+- gRPC (``lf.a2a.v1.A2AService``) when ``grpc`` is on and the endpoint sets ``a2a.grpc_port``
+  or ``a2a.grpc_url``,
+
+all built from the a2a-sdk's route factories, ``DefaultRequestHandler``,
+``InMemoryTaskStore``, ``InMemoryPushNotificationConfigStore`` and
+``BasePushNotificationSender``. Protocol 1.0 is served, and the 0.3 method names and
+transports too (``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC
+``a2a.v1.A2AService``). A request without an ``A2A-Version`` header is read as 0.3.
+
+The bind host is distinct from the advertised URL: in a pod the URL is the Service DNS
+name and the bind is ``0.0.0.0``. Usage::
+
+    exposure = A2AExposure(agent_id="a", manifest=m, endpoint=e, mailbox=box)
+    await exposure.start()          # raises ListenError when the port is taken
+    ...
+    await exposure.aclose()
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
+from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
+from a2a.server.request_handlers import GrpcHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import (
+    BasePushNotificationSender,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+)
+from a2a.types import AgentCard, a2a_pb2_grpc
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from library_ioa.plugins.a2a.agentcard import REST_PATH, agent_card_from_manifest, grpc_target
+from library_ioa.plugins.a2a.server.executor import (
+    DEFAULT_MESSAGE_GRACE,
+    MasLabAgentExecutor,
+    TurnMailbox,
+)
+from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
+from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
+from library_ioa.plugins.a2a.server.metrics import render
+from mas.infra.addresses import parse_advertised_url, parse_grpc_address
+from mas.infra.models import AgentManifest, Endpoint
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["A2AExposure", "ListenError", "metrics_route"]
+
+
+def metrics_route(registries: Sequence[CollectorRegistry]) -> Route:
+    """``GET /metrics``: the Prometheus text exposition of ``registries``."""
+
+    async def metrics(_: Request) -> Response:
+        return Response(render(registries), media_type=CONTENT_TYPE_LATEST)
+
+    return Route("/metrics", metrics, methods=["GET"])
+
+
+class A2AExposure:
+    """The A2A listener of one agent, on that agent's session mailbox."""
+
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        manifest: AgentManifest,
+        endpoint: Endpoint,
+        mailbox: TurnMailbox,
+        url: str | None = None,
+        bind_host: str | None = None,
+        port: int | None = None,
+        grpc: bool = False,
+        grpc_bind_host: str | None = None,
+        metrics_registries: Sequence[CollectorRegistry] | None = None,
+        ready: Callable[[], bool] | None = None,
+        compat_0_3: bool = True,
+        message_grace: float = DEFAULT_MESSAGE_GRACE,
+        drain_timeout: float = 10.0,
+    ) -> None:
+        self.agent_id = agent_id
+        self.card: AgentCard = agent_card_from_manifest(
+            agent_id, manifest, endpoint, url=url, compat_0_3=compat_0_3
+        )
+        self.url = self.card.supported_interfaces[0].url
+        advertised = parse_advertised_url(self.url)
+        self.bind_host = bind_host or advertised.host
+        self._port = advertised.port if port is None else port
+        self._grpc_address = grpc_target(endpoint, self.url) if grpc else None
+        self._grpc_bind_host = grpc_bind_host or self.bind_host
+        self._ready = ready
+        self._accepting = False
+        self._push_client: httpx.AsyncClient | None = None
+        push_store = None
+        push_sender = None
+        if endpoint.a2a.capabilities.pushNotifications:
+            push_store = InMemoryPushNotificationConfigStore()
+            self._push_client = httpx.AsyncClient(timeout=10.0)
+            push_sender = BasePushNotificationSender(self._push_client, push_store)
+        self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
+        self.handler = CountingRequestHandler(
+            self.executor,
+            InMemoryTaskStore(),
+            self.card,
+            push_config_store=push_store,
+            push_sender=push_sender,
+            request_context_builder=self.executor.request_context_builder(),
+            agent_id=agent_id,
+        )
+        routes: list[BaseRoute] = [
+            Route("/healthz", self._healthz, methods=["GET"]),
+            Route("/readyz", self._readyz, methods=["GET"]),
+        ]
+        if metrics_registries is not None:
+            routes.append(metrics_route(metrics_registries))
+        routes += create_agent_card_routes(self.card)
+        routes += create_jsonrpc_routes(
+            self.handler,
+            "/",
+            enable_v0_3_compat=compat_0_3,
+            shutdown_grace_period=drain_timeout,
+        )
+        routes += create_rest_routes(
+            self.handler,
+            enable_v0_3_compat=compat_0_3,
+            path_prefix=REST_PATH,
+            shutdown_grace_period=drain_timeout,
+        )
+        self.app = Starlette(routes=routes)
+        self.app.router.redirect_slashes = False  # /metrics must not redirect into /{tenant}/
+        self._http = HttpListener(
+            self.app, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
+        )
+        self._grpc: GrpcListener | None = None
+        if self._grpc_address is not None:
+            servicers: list[tuple[Any, Any]] = [
+                (GrpcHandler(self.handler), a2a_pb2_grpc.add_A2AServiceServicer_to_server)
+            ]
+            if compat_0_3:
+                servicers.append(
+                    (
+                        CompatGrpcHandler(self.handler),
+                        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server,
+                    )
+                )
+            grpc_port = parse_grpc_address(self._grpc_address).port
+            self._grpc = GrpcListener(self._grpc_bind_host, grpc_port, servicers)
+
+    @property
+    def port(self) -> int:
+        """The bound HTTP port."""
+        return self._http.port
+
+    @property
+    def grpc_port(self) -> int | None:
+        """The bound gRPC port, when gRPC is served."""
+        return self._grpc.port if self._grpc is not None else None
+
+    @property
+    def grpc_address(self) -> str | None:
+        """The advertised gRPC address, when gRPC is served."""
+        return self._grpc_address
+
+    async def _healthz(self, _: Request) -> Response:
+        return JSONResponse({"status": "ok", "agent": self.agent_id})
+
+    async def _readyz(self, _: Request) -> Response:
+        ready = self._accepting and (self._ready is None or self._ready())
+        return JSONResponse(
+            {"status": "ready" if ready else "not ready", "agent": self.agent_id},
+            status_code=200 if ready else 503,
+        )
+
+    async def start(self) -> None:
+        """Bind every listener; :class:`ListenError` when one cannot."""
+        await self._http.start()
+        if self._grpc is not None:
+            try:
+                await self._grpc.start()
+            except ListenError:
+                await self._http.aclose()
+                raise
+        self._accepting = True
+        logger.info(
+            "agent %s serves A2A at %s (bound %s:%d)%s",
+            self.agent_id,
+            self.url,
+            self.bind_host,
+            self.port,
+            f", gRPC at {self._grpc_address}" if self._grpc is not None else "",
+        )
+
+    def stop_accepting(self) -> None:
+        """Readiness goes false and the HTTP listener stops taking new connections."""
+        self._accepting = False
+        self._http.stop_accepting()
+
+    async def aclose(self) -> None:
+        """Stop the listeners (in-flight requests get the drain timeout), then the handler."""
+        self._accepting = False
+        await self._http.aclose()
+        if self._grpc is not None:
+            await self._grpc.aclose()
+        await self.handler.aclose()
+        if self._push_client is not None:
+            await self._push_client.aclose()

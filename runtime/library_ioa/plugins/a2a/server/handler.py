@@ -1,0 +1,104 @@
+"""The SDK's default request handler, counting every request by method and outcome.
+
+Every transport (JSON-RPC, HTTP+JSON, gRPC, and the 0.3 adapters of each) goes through
+one request handler, so counting here covers them all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Awaitable
+from typing import Any, TypeVar
+
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.utils.errors import A2AError
+
+from library_ioa.plugins.a2a.server.metrics import A2A_REQUEST_SECONDS, A2A_REQUESTS
+
+T = TypeVar("T")
+
+
+def _outcome(exc: BaseException) -> str:
+    return type(exc).__name__ if isinstance(exc, A2AError) else "internal_error"
+
+
+class CountingRequestHandler(DefaultRequestHandler):
+    """``DefaultRequestHandler`` plus ``maslab_a2a_requests_total{agent,method,outcome}``."""
+
+    def __init__(self, *args: Any, agent_id: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.agent_id = agent_id
+
+    async def _unary(self, method: str, call: Awaitable[T]) -> T:
+        started = time.perf_counter()
+        try:
+            result = await call
+        except BaseException as exc:
+            A2A_REQUESTS.labels(self.agent_id, method, _outcome(exc)).inc()
+            raise
+        finally:
+            A2A_REQUEST_SECONDS.labels(self.agent_id, method).observe(time.perf_counter() - started)
+        A2A_REQUESTS.labels(self.agent_id, method, "ok").inc()
+        return result
+
+    async def _stream(
+        self, method: str, stream: AsyncGenerator[Any, None]
+    ) -> AsyncGenerator[Any, None]:
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            async for item in stream:
+                yield item
+        except BaseException as exc:
+            outcome = _outcome(exc)
+            raise
+        finally:
+            A2A_REQUESTS.labels(self.agent_id, method, outcome).inc()
+            A2A_REQUEST_SECONDS.labels(self.agent_id, method).observe(time.perf_counter() - started)
+
+    async def on_message_send(self, params: Any, context: Any) -> Any:
+        return await self._unary("SendMessage", super().on_message_send(params, context))
+
+    def on_message_send_stream(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
+        return self._stream("SendStreamingMessage", super().on_message_send_stream(params, context))
+
+    async def on_get_task(self, params: Any, context: Any) -> Any:
+        return await self._unary("GetTask", super().on_get_task(params, context))
+
+    async def on_list_tasks(self, params: Any, context: Any) -> Any:
+        return await self._unary("ListTasks", super().on_list_tasks(params, context))
+
+    async def on_cancel_task(self, params: Any, context: Any) -> Any:
+        return await self._unary("CancelTask", super().on_cancel_task(params, context))
+
+    def on_subscribe_to_task(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
+        return self._stream("SubscribeToTask", super().on_subscribe_to_task(params, context))
+
+    async def on_create_task_push_notification_config(self, params: Any, context: Any) -> Any:
+        return await self._unary(
+            "CreateTaskPushNotificationConfig",
+            super().on_create_task_push_notification_config(params, context),
+        )
+
+    async def on_get_task_push_notification_config(self, params: Any, context: Any) -> Any:
+        return await self._unary(
+            "GetTaskPushNotificationConfig",
+            super().on_get_task_push_notification_config(params, context),
+        )
+
+    async def on_list_task_push_notification_configs(self, params: Any, context: Any) -> Any:
+        return await self._unary(
+            "ListTaskPushNotificationConfigs",
+            super().on_list_task_push_notification_configs(params, context),
+        )
+
+    async def on_delete_task_push_notification_config(self, params: Any, context: Any) -> Any:
+        return await self._unary(
+            "DeleteTaskPushNotificationConfig",
+            super().on_delete_task_push_notification_config(params, context),
+        )
+
+    async def on_get_extended_agent_card(self, params: Any, context: Any) -> Any:
+        return await self._unary(
+            "GetExtendedAgentCard", super().on_get_extended_agent_card(params, context)
+        )

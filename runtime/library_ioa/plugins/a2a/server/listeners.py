@@ -1,0 +1,158 @@
+"""The two listeners of an exposure: an HTTP app on uvicorn and a ``grpc.aio`` server.
+
+:class:`HttpListener` binds its socket itself, so a port in use is a clear
+:class:`ListenError` (uvicorn would log and ``sys.exit``), port 0 works, and the bound port
+is known before the first request. It never installs signal handlers: the process that
+hosts it (``mas-ctl serve``, a test) owns signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Generator
+from typing import Any
+
+import grpc
+import uvicorn
+from starlette.types import ASGIApp
+
+logger = logging.getLogger(__name__)
+
+START_TIMEOUT = 15.0
+
+
+class ListenError(OSError):
+    """A listener could not bind or start; the message names the address."""
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its signal handlers."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: the OS picks one)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: unknown host ({exc})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.setblocking(False)
+    return sock
+
+
+class HttpListener:
+    """One ASGI app served by uvicorn on one socket."""
+
+    def __init__(
+        self, app: ASGIApp, host: str, port: int, *, graceful_timeout: float = 10.0
+    ) -> None:
+        self.host = host
+        self.requested_port = port
+        self._app = app
+        self._graceful = graceful_timeout
+        self._server: _QuietServer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._socket: socket.socket | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        if self._socket is None:
+            raise RuntimeError("the listener is not started")
+        return int(self._socket.getsockname()[1])
+
+    async def start(self) -> None:
+        """Bind and serve; returns once uvicorn accepts connections."""
+        self._socket = bind_socket(self.host, self.requested_port)
+        config = uvicorn.Config(
+            self._app,
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=max(1, round(self._graceful)),
+            timeout_keep_alive=30,
+        )
+        self._server = _QuietServer(config)
+        self._task = asyncio.create_task(
+            self._server.serve(sockets=[self._socket]), name=f"uvicorn:{self.host}:{self.port}"
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + START_TIMEOUT
+        while not self._server.started:
+            if self._task.done():
+                await self._task
+                raise ListenError(f"cannot serve on {self.host}:{self.port}: uvicorn stopped")
+            if loop.time() > deadline:
+                raise ListenError(f"cannot serve on {self.host}:{self.port}: start timed out")
+            await asyncio.sleep(0.01)
+
+    def stop_accepting(self) -> None:
+        """Begin the graceful shutdown: no new connections, in-flight requests finish."""
+        if self._server is not None:
+            self._server.should_exit = True
+
+    async def aclose(self) -> None:
+        """Stop and wait (bounded by the graceful timeout, then forced)."""
+        if self._server is None or self._task is None:
+            return
+        self._server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), self._graceful + 2)
+        except TimeoutError:
+            self._server.force_exit = True
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._server = None
+
+
+class GrpcListener:
+    """A ``grpc.aio`` server with the servicers added by ``register(server)``."""
+
+    def __init__(self, host: str, port: int, servicers: list[tuple[Any, Any]]) -> None:
+        self.host = host
+        self.requested_port = port
+        self._servicers = servicers
+        self._server: grpc.aio.Server | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        """Bind and start."""
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        for servicer, add in self._servicers:
+            add(servicer, server)
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        try:
+            port = server.add_insecure_port(f"{host}:{self.requested_port}")
+        except RuntimeError as exc:
+            raise ListenError(
+                f"cannot listen on {host}:{self.requested_port} (gRPC): {exc}"
+            ) from None
+        if port == 0:
+            raise ListenError(
+                f"cannot listen on {host}:{self.requested_port} (gRPC): address in use or invalid"
+            )
+        self.port = port
+        await server.start()
+        self._server = server
+
+    async def aclose(self, grace: float = 5.0) -> None:
+        """Stop, letting in-flight calls finish within ``grace`` seconds."""
+        if self._server is not None:
+            await self._server.stop(grace)
+            self._server = None

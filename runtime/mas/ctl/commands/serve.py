@@ -1,0 +1,251 @@
+"""``mas-ctl serve``: the dedicated, blocking A2A listener of one deployed agent.
+
+::
+
+    mas-ctl serve -f app.yaml --agent ID [--no-control] [--listen HOST]
+                  [--metrics-port N] [--drain-timeout S] [--infra-ref/--override/--bind]
+
+- The agent's endpoint must have ``usage: deploy`` or ``use-and-deploy``.
+- Binds the listen URL of the Application endpoint (bind host: ``--listen``, else the URL's
+  host; ``--listen 0.0.0.0`` in a pod), with JSON-RPC, HTTP+JSON, the AgentCard and gRPC
+  (``a2a.grpc_port`` / ``grpc_url``): serve is the only path that starts the gRPC listener.
+- Hosts in-process the private workers the agent reaches through local routes; remote
+  peers go through their ``agent_comm`` plugin (A2AAgentComm for ``a2a``).
+- Advertises a control endpoint in the control directory unless ``--no-control``.
+- ``/metrics`` (runtime and A2A metrics) on ``--metrics-port`` (a separate listener, kept
+  off the public Service), else on the A2A port.
+- Prints one line when ready. SIGTERM or SIGINT: stop accepting, drain the in-flight turns
+  for at most ``--drain-timeout`` seconds, exit 0.
+
+Errors (unknown agent, not deployed, port in use, bad document) are one line on stderr and
+a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from library_ioa.plugins.a2a.exposure import metrics_route
+from library_ioa.plugins.a2a.server.listeners import HttpListener, ListenError
+from mas.ctl.documents import add_document_options, load_wired
+from mas.ctl.session.control import ControlServer
+from mas.ctl.session.exposure import ExposureError, Listeners, bind_listeners
+from mas.ctl.session.host import RuntimeHost
+from mas.infra.addresses import parse_advertised_url
+from mas.infra.wiring import Wired
+from mas.runtime.metrics import REGISTRY
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class ServeError(Exception):
+    """A refusal to serve: ``code`` is the exit code, the message is the one line to print."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def register(sub: Any) -> None:
+    """Add the subcommand."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "serve", help="serve one deployed agent over A2A (blocking)"
+    )
+    add_document_options(parser)
+    parser.add_argument("--agent", required=True, metavar="ID", help="the agent to serve")
+    parser.add_argument(
+        "--no-control", action="store_true", help="do not advertise a control endpoint"
+    )
+    parser.add_argument(
+        "--listen",
+        metavar="HOST",
+        default=None,
+        help="bind host (default: the host of the endpoint url; 0.0.0.0 in a pod)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=None,
+        metavar="N",
+        help="serve /metrics on this separate port (default: on the A2A port)",
+    )
+    parser.add_argument(
+        "--drain-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="S",
+        help="on SIGTERM, wait at most S seconds for in-flight turns (default 10)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port; accepted: 0 to 65535")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration; accepted: 0 to 3600 seconds")
+    return value
+
+
+def check_servable(wired: Wired, agent: str) -> None:
+    """Refuse an agent that is not in the agency or whose endpoint is not deployed."""
+    agents = wired.app.spec.agency.agents
+    if agent not in agents:
+        raise ServeError(
+            f"--agent {agent!r} is not an agent of the agency; agents: {', '.join(agents)}",
+            EXIT_USAGE,
+        )
+    endpoint = wired.app.spec.endpoints.get(agent)
+    if endpoint is None:
+        raise ServeError(
+            f"spec.endpoints.{agent}: is missing; mas-ctl serve needs an endpoint with usage: "
+            "deploy or use-and-deploy"
+        )
+    if not endpoint.deployed:
+        raise ServeError(
+            f"spec.endpoints.{agent}.usage: is {endpoint.effective_usage!r}; mas-ctl serve needs "
+            "usage: deploy or use-and-deploy"
+        )
+
+
+def _metrics_app(registries: list[CollectorRegistry]) -> Starlette:
+    async def healthz(_: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    return Starlette(routes=[metrics_route(registries), Route("/healthz", healthz)])
+
+
+def ready_line(agent: str, listeners: Listeners, metrics_url: str, control: str | None) -> str:
+    """The one line printed when the agent accepts requests."""
+    exposure = listeners.get(agent).exposure
+    parts = [
+        f"serving {agent}: A2A {exposure.url} (JSON-RPC), {exposure.url}/a2a/rest (HTTP+JSON)",
+    ]
+    if exposure.grpc_address:
+        parts.append(f"grpc {exposure.grpc_address}")
+    parts.append(f"card {exposure.url}/.well-known/agent-card.json")
+    parts.append(f"metrics {metrics_url}")
+    if control:
+        parts.append(f"control {control}")
+    return ", ".join(parts)
+
+
+async def _wait_for_signal() -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal, signum)
+    try:
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+    return received[0]
+
+
+async def serve(wired: Wired, args: argparse.Namespace) -> int:
+    """Run the listener until SIGTERM/SIGINT, then drain and stop."""
+    agent: str = args.agent
+    endpoint = wired.app.spec.endpoints[agent]
+    bind_host = args.listen or parse_advertised_url(endpoint.url or "").host
+    host = RuntimeHost.build(wired, [agent])
+    metrics: HttpListener | None = None
+    listeners: Listeners | None = None
+    control: ControlServer | None = None
+    try:
+        registries = [REGISTRY]
+        listeners = await bind_listeners(
+            wired,
+            host,
+            agents=[agent],
+            bind_host=bind_host,
+            grpc=True,
+            metrics_registries=None if args.metrics_port is not None else registries,
+            drain_timeout=args.drain_timeout,
+        )
+        exposure = listeners.get(agent).exposure
+        metrics_url = f"{exposure.url}/metrics"
+        if args.metrics_port is not None:
+            metrics = HttpListener(_metrics_app(registries), bind_host, args.metrics_port)
+            try:
+                await metrics.start()
+            except ListenError as exc:
+                metrics = None
+                raise ExposureError(f"--metrics-port: {exc}") from None
+            shown = f"[{bind_host}]" if ":" in bind_host else bind_host
+            metrics_url = f"http://{shown}:{metrics.port}/metrics"
+        if not args.no_control:
+            control = await _start_control(host, agent)
+        print(
+            ready_line(agent, listeners, metrics_url, control.address if control else None),
+            flush=True,
+        )
+        signum = await _wait_for_signal()
+        logger.info(
+            "%s received: draining for at most %ss", signal.Signals(signum).name, args.drain_timeout
+        )
+        listeners.stop_accepting()
+        drained = await host.drain(args.drain_timeout)
+        if not drained:
+            print(
+                f"warning: turns still running after --drain-timeout {args.drain_timeout:g}s "
+                "were canceled",
+                file=sys.stderr,
+            )
+        return EXIT_OK
+    finally:
+        if control is not None:
+            await control.aclose()
+        if listeners is not None:
+            await listeners.aclose()
+        if metrics is not None:
+            await metrics.aclose()
+        await host.aclose()
+
+
+async def _start_control(host: RuntimeHost, agent: str) -> ControlServer:
+    """The control endpoint of the served agent, advertised in the control directory."""
+    server = ControlServer({agent: host.mailbox(agent)})
+    await server.start()
+    return server
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Check, then serve until a signal."""
+    wired = load_wired(args)
+    try:
+        check_servable(wired, args.agent)
+        return asyncio.run(serve(wired, args))
+    except ServeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    except ExposureError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED

@@ -1,0 +1,151 @@
+"""The exposure helper shared by ``mas-ctl serve``, ``chat``, ``tui`` and ``run-mas``.
+
+Given a wired Application and the :class:`~mas.ctl.session.host.RuntimeHost` of this
+process, :func:`bind_listeners` binds the listeners of the hosted agents whose endpoint is
+deployed (``usage: deploy`` or ``use-and-deploy``); ``usage: use`` rows are client routes
+only and never open a listener. Listen URLs come from the Application endpoints; the bind
+host may differ (``0.0.0.0`` in a pod). The ingress adapter is chosen through the registry
+(category ``agent_expose``, by the endpoint's ``protocol``).
+
+Only ``mas-ctl serve`` passes ``grpc=True``: it is the only path that starts the gRPC
+listener.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry
+
+from mas.ctl.session.host import RuntimeHost
+from mas.infra.wiring import Wired
+from mas.runtime.errors import RuntimeFailure
+from mas.runtime.registry import Registry, default_registry
+
+logger = logging.getLogger(__name__)
+
+EXPOSE_CATEGORY = "agent_expose"
+
+
+class ExposureError(RuntimeFailure):
+    """A listener cannot be planned or bound; the message names the agent and the address."""
+
+
+class Exposure(Protocol):
+    """What the helper needs of an ingress adapter (``A2AExposure`` is one)."""
+
+    url: str
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def grpc_address(self) -> str | None: ...
+
+    async def start(self) -> None: ...
+
+    def stop_accepting(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One bound listener."""
+
+    agent: str
+    protocol: str
+    exposure: Exposure
+
+
+class Listeners:
+    """The bound listeners of this process; close them with :meth:`aclose`."""
+
+    def __init__(self, bound: Sequence[Bound]) -> None:
+        self.bound = tuple(bound)
+
+    def get(self, agent: str) -> Bound:
+        """The listener of ``agent``."""
+        for item in self.bound:
+            if item.agent == agent:
+                return item
+        raise ExposureError(f"agent {agent!r} has no listener in this process")
+
+    def stop_accepting(self) -> None:
+        """Readiness false, no new connections; in-flight requests go on."""
+        for item in self.bound:
+            item.exposure.stop_accepting()
+
+    async def aclose(self) -> None:
+        """Close every listener (in-flight requests get their drain timeout)."""
+        for item in reversed(self.bound):
+            await item.exposure.aclose()
+
+
+def deployed_agents(wired: Wired, host: RuntimeHost) -> list[str]:
+    """The hosted agents whose endpoint is deployed, in hosting order."""
+    endpoints = wired.app.spec.endpoints
+    return [a for a in host.agents if a in endpoints and endpoints[a].deployed]
+
+
+async def bind_listeners(
+    wired: Wired,
+    host: RuntimeHost,
+    *,
+    agents: Sequence[str] | None = None,
+    bind_host: str | None = None,
+    grpc: bool = False,
+    metrics_registries: Sequence[CollectorRegistry] | None = None,
+    drain_timeout: float = 10.0,
+    registry: Registry | None = None,
+    **options: Any,
+) -> Listeners:
+    """Bind the listeners of ``agents`` (default: every hosted deployed agent).
+
+    On any failure the listeners already bound are closed again and
+    :class:`ExposureError` names the agent and the reason.
+    """
+    registry = registry or default_registry()
+    chosen = list(agents) if agents is not None else deployed_agents(wired, host)
+    endpoints = wired.app.spec.endpoints
+    bound: list[Bound] = []
+    try:
+        for agent in chosen:
+            endpoint = endpoints.get(agent)
+            if endpoint is None or not endpoint.deployed:
+                usage = endpoint.effective_usage if endpoint is not None else "(no endpoint)"
+                raise ExposureError(
+                    f"spec.endpoints.{agent}.usage: is {usage}; a listener needs usage deploy "
+                    "or use-and-deploy"
+                )
+            if endpoint.protocol not in registry.names(EXPOSE_CATEGORY):
+                raise ExposureError(
+                    f"spec.endpoints.{agent}.protocol: {endpoint.protocol!r} has no "
+                    f"{EXPOSE_CATEGORY} plugin; known: {', '.join(registry.names(EXPOSE_CATEGORY))}"
+                )
+            exposure: Exposure = registry.create(
+                EXPOSE_CATEGORY,
+                endpoint.protocol,
+                {},
+                agent_id=agent,
+                manifest=host.manifest(agent),
+                endpoint=endpoint,
+                mailbox=host.mailbox(agent),
+                bind_host=bind_host,
+                grpc=grpc,
+                metrics_registries=metrics_registries,
+                drain_timeout=drain_timeout,
+                **options,
+            )
+            try:
+                await exposure.start()
+            except OSError as exc:
+                raise ExposureError(f"agent {agent!r}: {exc}") from None
+            bound.append(Bound(agent, endpoint.protocol, exposure))
+    except BaseException:
+        await Listeners(bound).aclose()
+        raise
+    return Listeners(bound)

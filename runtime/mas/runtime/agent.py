@@ -1,0 +1,248 @@
+"""``Agent``: one hosted agent = its manifest + a model plugin + its delegation contract.
+
+A turn: the model generates (chunks become :class:`TextDelta`); each tool call goes
+through :meth:`DelegationContract.call` (a :class:`Delegated` event, then the result is fed
+back to the model, which continues); a HITL question ends the turn ``input_required`` and
+the session's next input is given to the model as the answer; artifacts become
+:class:`ArtifactEmitted`. A model failure ends the turn ``failed`` with its message: ``run``
+never raises for the turn's own failure.
+
+State: a bounded history per session (``max_history`` messages, oldest dropped) in a
+bounded table of sessions (``max_sessions``, least recently used dropped). Nothing of one
+session is visible to another. An interrupted generation (steer, cancel) keeps its
+partial reply in history, marked ``interrupted``; a following ``replace`` steer drops it.
+
+Artifacts a delegate returned are passed on as this turn's artifacts, named
+``<target>/<name>``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from mas.infra.models import AgentManifest
+from mas.runtime.boundary.control import STEER_METADATA_KEY
+from mas.runtime.boundary.delegation import DelegationContract
+from mas.runtime.models.base import (
+    AskHuman,
+    ChatMessage,
+    EmitArtifact,
+    ModelPlugin,
+    ModelRequest,
+    TextChunk,
+    ToolCall,
+)
+from mas.runtime.turns import (
+    CORRELATION_ID,
+    DELEGATION_DEPTH,
+    ArtifactEmitted,
+    Delegated,
+    TextDelta,
+    TurnEnded,
+    TurnEvent,
+    TurnInput,
+    TurnRunner,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_HISTORY = 200
+DEFAULT_MAX_SESSIONS = 10_000
+DEFAULT_MAX_STEPS = 16
+
+
+@dataclass
+class _Conversation:
+    messages: deque[ChatMessage]
+    question: str | None = None
+
+
+@dataclass
+class _TurnState:
+    """What one turn adds to its session's history."""
+
+    added: list[ChatMessage] = field(default_factory=list)
+    generating: list[str] = field(default_factory=list)
+    reply: list[str] = field(default_factory=list)
+
+
+class Agent(TurnRunner):
+    """Runs the turns of one agent (see the module docstring)."""
+
+    def __init__(
+        self,
+        agent_id: str,
+        manifest: AgentManifest,
+        model: ModelPlugin,
+        delegation: DelegationContract,
+        *,
+        max_history: int = DEFAULT_MAX_HISTORY,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        max_steps: int = DEFAULT_MAX_STEPS,
+    ) -> None:
+        self.agent_id = agent_id
+        self.manifest = manifest
+        self.model = model
+        self.delegation = delegation
+        self._max_history = max_history
+        self._max_sessions = max_sessions
+        self._max_steps = max_steps
+        self._sessions: OrderedDict[str, _Conversation] = OrderedDict()
+
+    def history(self, session_id: str) -> tuple[ChatMessage, ...]:
+        """The session's conversation as the model sees it (empty for an unknown session)."""
+        conversation = self._sessions.get(session_id)
+        return tuple(conversation.messages) if conversation else ()
+
+    def _conversation(self, session_id: str) -> _Conversation:
+        conversation = self._sessions.get(session_id)
+        if conversation is None:
+            conversation = _Conversation(deque(maxlen=self._max_history))
+            self._sessions[session_id] = conversation
+            while len(self._sessions) > self._max_sessions:
+                self._sessions.popitem(last=False)
+        self._sessions.move_to_end(session_id)
+        return conversation
+
+    async def run(self, turn: TurnInput) -> AsyncIterator[TurnEvent]:
+        """The events of one turn, ending with one :class:`TurnEnded`."""
+        conversation = self._conversation(turn.session_id)
+        if turn.metadata.get(STEER_METADATA_KEY) == "replace":
+            _drop_interrupted(conversation)
+        question, conversation.question = conversation.question, None
+        depth = _depth(turn.metadata.get(DELEGATION_DEPTH))
+        correlation = str(turn.metadata.get(CORRELATION_ID) or turn.turn_id)
+        state = _TurnState(added=[ChatMessage("user", turn.text)])
+        finished = False
+        try:
+            for _step in range(self._max_steps):
+                request = ModelRequest(
+                    self.agent_id,
+                    self.manifest.spec.instructions,
+                    (*conversation.messages, *state.added),
+                    tuple(self.delegation.tools()),
+                    question,
+                    turn.metadata,
+                )
+                calls: list[ToolCall] = []
+                ask: str | None = None
+                try:
+                    async for output in self.model.generate(request):
+                        if isinstance(output, TextChunk):
+                            if output.text:
+                                state.generating.append(output.text)
+                                yield TextDelta(output.text)
+                        elif isinstance(output, ToolCall):
+                            calls.append(output)
+                        elif isinstance(output, AskHuman):
+                            ask = output.question
+                        elif isinstance(output, EmitArtifact):
+                            yield output.artifact
+                except Exception as exc:
+                    logger.warning("agent %s: model failed: %s", self.agent_id, exc)
+                    _close_generation(state)
+                    finished = True
+                    yield TurnEnded(
+                        "failed",
+                        text="".join(state.reply),
+                        message=f"the model of agent {self.agent_id!r} failed: {exc}",
+                    )
+                    return
+                _close_generation(state, calls)
+                if ask is not None:
+                    state.added.append(ChatMessage("assistant", ask))
+                    conversation.question = ask
+                    finished = True
+                    yield TurnEnded("input_required", text=ask)
+                    return
+                if not calls:
+                    finished = True
+                    yield TurnEnded("completed", text="".join(state.reply))
+                    return
+                for call in calls:
+                    result = await self.delegation.call(
+                        call.name,
+                        call.arguments,
+                        session_id=turn.session_id,
+                        turn_id=turn.turn_id,
+                        correlation_id=correlation,
+                        depth=depth,
+                    )
+                    state.added.append(
+                        ChatMessage("tool", result.text, tool_call_id=call.call_id, name=call.name)
+                    )
+                    yield Delegated(
+                        result.target or call.name, result.call_id, result.ok, result.text[:500]
+                    )
+                    for artifact in result.artifacts:
+                        yield _forwarded(artifact, result.target or call.name)
+            finished = True
+            yield TurnEnded(
+                "failed",
+                text="".join(state.reply),
+                message=f"agent {self.agent_id!r} stopped after {self._max_steps} model steps "
+                "without a final answer",
+            )
+        finally:
+            if not finished:
+                _mark_interrupted(state)
+            conversation.messages.extend(state.added)
+
+
+def _close_generation(state: _TurnState, calls: list[ToolCall] | None = None) -> None:
+    """Move the generated text (and the tool calls asked for) into the turn's messages."""
+    text = "".join(state.generating)
+    state.generating.clear()
+    state.reply.append(text)
+    if text or calls:
+        state.added.append(ChatMessage("assistant", text, tool_calls=tuple(calls or ())))
+
+
+def _mark_interrupted(state: _TurnState) -> None:
+    """Keep an interrupted turn's history well formed: the partial reply, and an answer
+    for every tool call that got none (chat APIs reject a call without its result)."""
+    answered = {m.tool_call_id for m in state.added if m.role == "tool"}
+    for message in list(state.added):
+        for call in message.tool_calls:
+            if call.call_id not in answered:
+                state.added.append(
+                    ChatMessage(
+                        "tool",
+                        "interrupted before an answer",
+                        tool_call_id=call.call_id,
+                        name=call.name,
+                        interrupted=True,
+                    )
+                )
+    if state.generating:
+        partial = "".join(state.generating)
+        state.added.append(ChatMessage("assistant", partial, interrupted=True))
+
+
+def _drop_interrupted(conversation: _Conversation) -> None:
+    if conversation.messages and conversation.messages[-1].interrupted:
+        conversation.messages.pop()
+
+
+def _depth(value: object) -> int:
+    try:
+        depth = int(str(value)) if value is not None else 0
+    except ValueError:
+        return 0
+    return max(depth, 0)
+
+
+def _forwarded(artifact: ArtifactEmitted, target: str) -> ArtifactEmitted:
+    """A delegate's artifact, passed on under a name that says where it came from."""
+    return ArtifactEmitted(
+        kind=artifact.kind,
+        name=f"{target}/{artifact.name}",
+        text=artifact.text,
+        data=artifact.data,
+        content=artifact.content,
+        url=artifact.url,
+        media_type=artifact.media_type,
+    )

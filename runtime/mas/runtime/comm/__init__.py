@@ -1,0 +1,1 @@
+"""Implementations of :class:`~mas.runtime.boundary.agentcomm.AgentCommContract`."""

@@ -1,0 +1,53 @@
+"""Prometheus metrics of the runtime, on one module-level registry.
+
+``mas-ctl serve`` exposes :data:`REGISTRY` on ``/metrics`` (:func:`exposition`); other
+runtime parts (the A2A exposure) register their own metrics on the same registry. The
+session mailbox updates the turn metrics, the delegation contract the delegation calls.
+
+- ``maslab_turns_total{agent, outcome}``: turns ended, outcome = the ``TurnEnded`` status
+  (completed, input_required, failed, canceled) or ``withdrawn`` (left the queue unrun);
+- ``maslab_queue_depth{agent}``: turns queued, not yet running;
+- ``maslab_turn_latency_seconds{agent}``: from the turn's start to its end;
+- ``maslab_delegation_calls_total{source, target, outcome}``: delegate tool calls, outcome
+  ``ok``, ``peer_failed`` (the peer's turn failed or was canceled), ``comm_error``,
+  ``refused`` (depth limit, bad arguments, unknown tool).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+TURNS = Counter(
+    "maslab_turns",
+    "Turns ended, by agent and outcome.",
+    ["agent", "outcome"],
+    registry=REGISTRY,
+)
+QUEUE_DEPTH = Gauge(
+    "maslab_queue_depth",
+    "Turns queued in the session mailbox, not yet running, by agent.",
+    ["agent"],
+    registry=REGISTRY,
+)
+TURN_LATENCY = Histogram(
+    "maslab_turn_latency_seconds",
+    "Time from a turn's start to its end, by agent.",
+    ["agent"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+    registry=REGISTRY,
+)
+DELEGATIONS = Counter(
+    "maslab_delegation_calls",
+    "Delegate tool calls, by source agent, target agent and outcome.",
+    ["source", "target", "outcome"],
+    registry=REGISTRY,
+)
+
+
+def exposition() -> bytes:
+    """The text exposition of :data:`REGISTRY` (serve it with :data:`CONTENT_TYPE`)."""
+    return generate_latest(REGISTRY)

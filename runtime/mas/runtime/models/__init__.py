@@ -1,0 +1,1 @@
+"""Model plugins (registry category ``model``): the contract in :mod:`.base`, one module each."""

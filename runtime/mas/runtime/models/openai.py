@@ -1,0 +1,215 @@
+"""``openai``: any OpenAI-compatible chat-completions server, streamed, with tool calling.
+
+Params: ``base_url`` (the API root, e.g. ``https://api.openai.com/v1`` or a local server's
+``http://127.0.0.1:8000/v1``), ``model``, ``api_key_env`` (the name of the environment
+variable holding the API key; omit it for servers that need none), ``temperature``,
+``timeout`` (seconds, default 60), ``max_tokens``.
+
+Each generation is one ``POST <base_url>/chat/completions`` with ``stream: true``: the
+agent's instructions as the system message, the session's history, and the delegate tools
+as ``tools`` (function calling). ``delta.content`` chunks stream as text; ``delta.tool_calls``
+fragments are assembled by index and handed to the agent when the choice finishes. An
+HTTP error, a timeout, an unreachable server or a malformed stream raises
+:class:`~mas.runtime.errors.ModelError` with the status and the server's own message (the
+turn ends ``failed``); the API key never appears in a message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mas.runtime.errors import ModelError, PluginConfigError
+from mas.runtime.models.base import (
+    ChatMessage,
+    ModelOutput,
+    ModelPlugin,
+    ModelRequest,
+    TextChunk,
+    ToolCall,
+    validate_params,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class OpenAIParams(BaseModel):
+    """The openai model's params."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout: float = Field(default=60.0, gt=0, le=3600)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+
+def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The chat-completions ``messages`` of a request."""
+    out: list[dict[str, Any]] = []
+    if request.instructions:
+        out.append({"role": "system", "content": request.instructions})
+    for message in request.messages:
+        out.append(_wire_message(message))
+    return out
+
+
+def _wire_message(message: ChatMessage) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    item: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        item["content"] = message.content or None
+        item["tool_calls"] = [
+            {
+                "id": call.call_id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments
+                    if isinstance(call.arguments, str)
+                    else json.dumps(dict(call.arguments)),
+                },
+            }
+            for call in message.tool_calls
+        ]
+    return item
+
+
+@dataclass
+class _PartialCall:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class OpenAIModel(ModelPlugin):
+    """Streams chat completions from an OpenAI-compatible server."""
+
+    def __init__(
+        self, *, agent_id: str = "", env: Mapping[str, str] | None = None, **params: Any
+    ) -> None:
+        self.params = validate_params("openai", OpenAIParams, params)
+        self.agent_id = agent_id
+        self._key: str | None = None
+        if self.params.api_key_env is not None:
+            source = os.environ if env is None else env
+            self._key = source.get(self.params.api_key_env)
+            if not self._key:
+                raise PluginConfigError(
+                    f"model 'openai': params.api_key_env: the environment variable "
+                    f"{self.params.api_key_env} is not set (it must hold the API key)"
+                )
+        self._url = f"{self.params.base_url}/chat/completions"
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.params.timeout))
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body of one generation."""
+        body: dict[str, Any] = {
+            "model": self.params.model,
+            "messages": wire_messages(request),
+            "stream": True,
+        }
+        if request.tools:
+            body["tools"] = [tool.as_openai() for tool in request.tools]
+        if self.params.temperature is not None:
+            body["temperature"] = self.params.temperature
+        if self.params.max_tokens is not None:
+            body["max_tokens"] = self.params.max_tokens
+        return body
+
+    def _where(self) -> str:
+        return f"openai model {self.params.model!r} at {self._url}"
+
+    async def generate(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
+        """One streamed chat completion."""
+        headers = {"Accept": "text/event-stream"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        calls: dict[int, _PartialCall] = {}
+        try:
+            async with self._client.stream(
+                "POST", self._url, json=self.request_body(request), headers=headers
+            ) as response:
+                if response.status_code != 200:
+                    body = (await response.aread()).decode("utf-8", "replace")
+                    raise ModelError(
+                        f"{self._where()}: HTTP {response.status_code}: {_server_message(body)}"
+                    )
+                async for line in response.aiter_lines():
+                    payload = _sse_data(line)
+                    if payload is None:
+                        continue
+                    if payload == "[DONE]":
+                        break
+                    for output in self._chunk(payload, calls):
+                        yield output
+        except httpx.TimeoutException:
+            raise ModelError(f"{self._where()}: no answer within {self.params.timeout} s") from None
+        except httpx.HTTPError as exc:
+            raise ModelError(f"{self._where()}: cannot reach the server ({exc})") from None
+        for index in sorted(calls):
+            partial = calls[index]
+            yield ToolCall(
+                partial.call_id or f"call-{index}", partial.name, "".join(partial.arguments)
+            )
+
+    def _chunk(self, payload: str, calls: dict[int, _PartialCall]) -> list[ModelOutput]:
+        try:
+            chunk = json.loads(payload)
+            choices = chunk.get("choices") or []
+        except (json.JSONDecodeError, AttributeError):
+            raise ModelError(
+                f"{self._where()}: the stream is not chat-completions chunks: {payload[:120]!r}"
+            ) from None
+        out: list[ModelOutput] = []
+        for choice in choices:
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                out.append(TextChunk(str(content)))
+            for fragment in delta.get("tool_calls") or []:
+                partial = calls.setdefault(int(fragment.get("index", 0)), _PartialCall())
+                partial.call_id = fragment.get("id") or partial.call_id
+                function = fragment.get("function") or {}
+                partial.name = function.get("name") or partial.name
+                if function.get("arguments"):
+                    partial.arguments.append(str(function["arguments"]))
+        return out
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._client.aclose()
+
+
+def _sse_data(line: str) -> str | None:
+    """The payload of an SSE ``data:`` line, or ``None`` for anything else."""
+    if not line.startswith("data:"):
+        return None
+    return line[5:].strip()
+
+
+def _server_message(body: str) -> str:
+    """The server's error message (``error.message`` of an OpenAI error body), shortened."""
+    try:
+        message = json.loads(body)["error"]["message"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        message = body.strip() or "(empty body)"
+    text = str(message)
+    return text if len(text) <= 300 else text[:297] + "..."
