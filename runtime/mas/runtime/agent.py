@@ -115,7 +115,7 @@ class Agent(TurnRunner):
         question, conversation.question = conversation.question, None
         depth = _depth(turn.metadata.get(DELEGATION_DEPTH))
         correlation = str(turn.metadata.get(CORRELATION_ID) or turn.turn_id)
-        state = _TurnState(added=[ChatMessage("user", turn.text)])
+        state = _TurnState(added=[ChatMessage("user", turn.text, data=turn.data)])
         finished = False
         try:
             for _step in range(self._max_steps):
@@ -151,7 +151,7 @@ class Agent(TurnRunner):
                         message=f"the model of agent {self.agent_id!r} failed: {exc}",
                     )
                     return
-                _close_generation(state, calls)
+                _close_generation(state, calls if ask is None else None)
                 if ask is not None:
                     state.added.append(ChatMessage("assistant", ask))
                     conversation.question = ask

@@ -95,7 +95,7 @@ class RuntimeHost:
         registry: Registry | None = None,
         env: Mapping[str, str] = os.environ,
     ) -> RuntimeHost:
-        """Build the agents that ``roots`` need (must run inside the event loop)."""
+        """Build the agents that ``roots`` need; use the host on one event loop."""
         registry = registry or default_registry()
         agents_doc = wired.app.spec.agency.agents
         unknown = [r for r in roots if r not in agents_doc]

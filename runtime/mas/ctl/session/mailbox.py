@@ -341,9 +341,11 @@ class SessionTurnMailbox(ControlContract):
                         message=f"agent {self._agent!r} shut down while the turn ran",
                     )
                     raise
-                if not generation.task.cancelled():
+                if generation.interrupt is None and not generation.task.cancelled():
                     done = generation.task.result()
-                    ended = replace(done, text=kept + done.text) if kept else done
+                    # a question stays the question; any other end carries the kept prefix
+                    keep = kept and done.status != "input_required"
+                    ended = replace(done, text=kept + done.text) if keep else done
                     continue
                 interrupt = generation.interrupt or _Interrupt("cancel")
                 if interrupt.kind == "cancel":

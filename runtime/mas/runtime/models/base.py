@@ -56,6 +56,7 @@ class ChatMessage:
     tool_call_id: str | None = None
     name: str | None = None
     interrupted: bool = False
+    data: Mapping[str, Any] | None = None  # structured input that came with a user message
 
 
 @dataclass(frozen=True)

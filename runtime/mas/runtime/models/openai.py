@@ -7,7 +7,8 @@ variable holding the API key; omit it for servers that need none), ``temperature
 
 Each generation is one ``POST <base_url>/chat/completions`` with ``stream: true``: the
 agent's instructions as the system message, the session's history, and the delegate tools
-as ``tools`` (function calling). ``delta.content`` chunks stream as text; ``delta.tool_calls``
+as ``tools`` (function calling); structured input (``TurnInput.data``) is appended to its
+user message as JSON. ``delta.content`` chunks stream as text; ``delta.tool_calls``
 fragments are assembled by index and handed to the agent when the choice finishes. An
 HTTP error, a timeout, an unreachable server or a malformed stream raises
 :class:`~mas.runtime.errors.ModelError` with the status and the server's own message (the
@@ -73,7 +74,10 @@ def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
 def _wire_message(message: ChatMessage) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    item: dict[str, Any] = {"role": message.role, "content": message.content}
+    content = message.content
+    if message.data is not None:
+        content = f"{content}\n\nData (JSON): {json.dumps(dict(message.data), default=str)}"
+    item: dict[str, Any] = {"role": message.role, "content": content}
     if message.tool_calls:
         item["content"] = message.content or None
         item["tool_calls"] = [

@@ -147,3 +147,17 @@ async def test_a_cancel_right_after_a_preempt_wins(host: RuntimeHost) -> None:
     final = ended(seen + await collect(rest))
     assert (final.status, final.text) == ("canceled", "one ")
     assert (await receipt.result).status == "canceled"
+
+
+async def test_cancel_wait_on_a_running_turn_keeps_its_effects_in_history(
+    host: RuntimeHost,
+) -> None:
+    mailbox = host.mailbox("talker")
+    ticket = mailbox.submit(TurnInput("s", "t1", "short please"))
+    seen, rest = await first_chunks(ticket, 1)
+    ticket.cancel_wait()
+    assert ended(seen + await collect(rest)).status == "canceled"  # the caller stopped waiting
+    async with asyncio.timeout(DEADLINE):
+        real = await ticket.result
+    assert (real.status, real.text) == ("completed", "a b c")
+    assert history(host, "s") == [("user", "short please", False), ("assistant", "a b c", False)]

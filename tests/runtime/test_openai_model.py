@@ -169,3 +169,15 @@ def test_bad_params_and_a_missing_key_variable_are_config_errors() -> None:
         OpenAIModel(base_url="http://127.0.0.1:1/v1")
     with pytest.raises(PluginConfigError, match="the environment variable NO_SUCH_KEY is not set"):
         OpenAIModel(base_url="http://127.0.0.1:1/v1", model="m", api_key_env="NO_SUCH_KEY", env={})
+
+
+async def test_structured_input_reaches_the_model_as_json(server: FakeChatServer) -> None:
+    server.plans.append(Plan(text_chunks("ok")))
+    host = await build(server)
+    try:
+        turn = TurnInput("s", "t", "sum these", data={"values": [1, 2]})
+        await collect(host.mailbox("boss").submit(turn).events())
+    finally:
+        await host.aclose()
+    user = server.requests[0].body["messages"][-1]
+    assert user == {"role": "user", "content": 'sum these\n\nData (JSON): {"values": [1, 2]}'}

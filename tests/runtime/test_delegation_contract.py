@@ -16,7 +16,10 @@ from runtime_support import (
 
 from mas.ctl.session.host import RuntimeHost
 from mas.runtime import metrics
+from mas.runtime.boundary.agentcomm import OutboundMessage
 from mas.runtime.boundary.delegation import DelegationContract, callee_session_id
+from mas.runtime.comm.local import LocalAgentComm, LocalBus
+from mas.runtime.errors import PeerUnavailable
 from mas.runtime.turns import (
     CALLER_CALL_ID,
     CORRELATION_ID,
@@ -241,3 +244,48 @@ async def test_a_peer_that_is_down_is_a_tool_error_and_the_turn_goes_on() -> Non
         assert after == before + 1
     finally:
         await host.aclose()
+
+
+async def test_a_slow_local_peer_is_a_timeout_tool_error_and_keeps_running() -> None:
+    app = wired(
+        {
+            "boss": {
+                "delegates_to": ["sloth"],
+                "model": scripted(
+                    {
+                        "match": ".",
+                        "delegate": {"to": "sloth", "message": "{input}"},
+                        "reply": "gave up: {result}",
+                    }
+                ),
+            },
+            "sloth": {"model": scripted({"match": ".", "wait_ms": 600_000, "reply": "late"})},
+        },
+        agent_comm={"type": "local", "params": {"timeout": 0.5}},
+    )
+    host = RuntimeHost.build(app, ["boss"])
+    try:
+        final = ended(
+            await collect(host.mailbox("boss").submit(TurnInput("s", "t", "hurry")).events())
+        )
+        assert (
+            final.text
+            == "gave up: delegation to 'sloth' failed: agent 'sloth' did not answer within 0.5 s"
+        )
+        # the peer's turn was not interrupted: it is still running in its own session
+        [peer_session] = host.mailbox("sloth").sessions()
+        assert host.mailbox("sloth").running(peer_session)
+    finally:
+        await host.aclose()
+
+
+async def test_the_local_bus_names_what_it_hosts() -> None:
+    bus = LocalBus()
+    comm = LocalAgentComm(bus=bus)
+    message = OutboundMessage("a", "ghost", "hi", "s", "c1", "c1", 1)
+    with pytest.raises(
+        PeerUnavailable, match=r"agent 'ghost' is not hosted in this process \(hosted: \(none\)\)"
+    ):
+        await comm.send(message)
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+        LocalAgentComm(bus=bus, timeout=0)
