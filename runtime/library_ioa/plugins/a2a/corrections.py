@@ -36,7 +36,7 @@ import grpc
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, VERSION_HEADER
 from a2a.utils.errors import A2A_ERROR_REASONS, VersionNotSupportedError
 from a2a.utils.grpc_status import status_to_grpc
-from google.protobuf import any_pb2  # type: ignore[import-untyped]
+from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
 logger = logging.getLogger(__name__)
