@@ -51,6 +51,7 @@ A2A_JSON = b"application/a2a+json"
 CONTENT_TYPE_NOT_SUPPORTED = -32005
 DEFAULT_CARD_MAX_AGE = 300
 SUPPORTED_VERSIONS = ("1.0",)
+A2A_1_0_SERVICE = "lf.a2a.v1.A2AService"  # the 0.3 compatibility service is a2a.v1.A2AService
 
 
 def _is_json(content_type: str) -> bool:
@@ -177,7 +178,10 @@ def _relabel(value: bytes) -> bytes:
 
 
 class GrpcVersionCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Refuse a gRPC call whose ``a2a-version`` metadata names a version we do not serve.
+    """Refuse a 1.0 gRPC call whose ``a2a-version`` metadata names a version we do not serve.
+
+Only methods of ``service`` (the A2A 1.0 service) are checked, so the 0.3 compatibility
+service mounted on the same server is left to its own rules.
 
     The SDK's gRPC handler never reads the version, so a 99.0 client is served as 1.0. A call
     without the metadata is let through (the SDK's own clients always send it). The refusal is
@@ -185,8 +189,11 @@ class GrpcVersionCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     ``a2a-protocol.org``, reason of VersionNotSupportedError) in ``grpc-status-details-bin``.
     """
 
-    def __init__(self, supported: Iterable[str] = SUPPORTED_VERSIONS) -> None:
+    def __init__(
+        self, supported: Iterable[str] = SUPPORTED_VERSIONS, service: str = A2A_1_0_SERVICE
+    ) -> None:
         self.supported = tuple(supported)
+        self.prefix = f"/{service}/"
 
     def accepts(self, version: str) -> bool:
         """Whether ``version`` (``Major.Minor``, a patch part ignored) is served."""
@@ -199,6 +206,8 @@ class GrpcVersionCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         handler_call_details: Any,
     ) -> Any:
         handler = await continuation(handler_call_details)
+        if not str(handler_call_details.method or "").startswith(self.prefix):
+            return handler  # another service (the 0.3 compatibility one, health, ...)
         version = ""
         for key, value in handler_call_details.invocation_metadata or ():
             if key.lower() == VERSION_HEADER.lower():
