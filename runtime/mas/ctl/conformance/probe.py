@@ -7,6 +7,7 @@ import logging
 from datetime import UTC, datetime
 
 import httpx
+from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
 
 from mas.ctl.conformance.card import CardUnavailable, card_url, fetch_card
 from mas.ctl.conformance.checks import InterfaceProbe
@@ -18,6 +19,13 @@ KNOWN_BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
 # A public address that nothing answers: setting a push config must not need a live receiver,
 # and a server that screens push URLs (no loopback, no private ranges) accepts it.
 DEFAULT_PUSH_URL = "https://push-receiver.example.com/mas-conformance"
+
+
+def speaks_1_0(version: str) -> bool:
+    """Whether an interface's protocolVersion is 1.x (an empty one means the current, 1.0)."""
+    return (
+        not version or version.split(".", maxsplit=1)[0] == PROTOCOL_VERSION_CURRENT.split(".")[0]
+    )
 
 
 async def probe(
@@ -41,12 +49,15 @@ async def probe(
             )
             return ConformanceResult(url=url, checked_at=checked_at, checks=checks)
         interfaces = list(card.supported_interfaces)
-        usable = [i for i in interfaces if i.protocol_binding in KNOWN_BINDINGS]
+        known = [i for i in interfaces if i.protocol_binding in KNOWN_BINDINGS]
+        usable = [i for i in known if speaks_1_0(i.protocol_version)]
+        older = [i for i in known if not speaks_1_0(i.protocol_version)]
         if not usable:
-            named = sorted({i.protocol_binding for i in interfaces}) or ["none"]
+            named = sorted({f"{i.protocol_binding} {i.protocol_version}" for i in interfaces})
             detail = (
-                f"the card advertises no interface this probe speaks ({', '.join(named)}); "
-                f"known: {', '.join(KNOWN_BINDINGS)}"
+                f"the card advertises no interface this probe speaks "
+                f"({', '.join(named) or 'none'}); known: {', '.join(KNOWN_BINDINGS)} "
+                f"at protocolVersion {PROTOCOL_VERSION_CURRENT}"
             )
             checks.append(
                 ConformanceCheck(interface="card", check="agent-card", status="fail", detail=detail)
@@ -58,6 +69,14 @@ async def probe(
                 interface="card", check="agent-card", status="pass",
                 detail=f"{card.name!r}: {advertised}",
             )
+        )  # fmt: skip
+        checks.extend(
+            ConformanceCheck(
+                interface=i.protocol_binding, check="version-header", status="skip",
+                detail=f"{i.url} is a protocolVersion {i.protocol_version} interface; "
+                f"this probe speaks {PROTOCOL_VERSION_CURRENT}",
+            )
+            for i in older
         )  # fmt: skip
         for interface in usable:
             one = InterfaceProbe(card, interface, http, timeout=timeout, push_url=push_url)
