@@ -180,13 +180,13 @@ def _relabel(value: bytes) -> bytes:
 class GrpcVersionCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Refuse a 1.0 gRPC call whose ``a2a-version`` metadata names a version we do not serve.
 
-Only methods of ``service`` (the A2A 1.0 service) are checked, so the 0.3 compatibility
-service mounted on the same server is left to its own rules.
+    Only methods of ``service`` (the A2A 1.0 service) are checked, so the 0.3 compatibility
+    service mounted on the same server is left to its own rules.
 
-    The SDK's gRPC handler never reads the version, so a 99.0 client is served as 1.0. A call
-    without the metadata is let through (the SDK's own clients always send it). The refusal is
-    the SDK's own error shape: UNIMPLEMENTED with a ``google.rpc.ErrorInfo`` (domain
-    ``a2a-protocol.org``, reason of VersionNotSupportedError) in ``grpc-status-details-bin``.
+        The SDK's gRPC handler never reads the version, so a 99.0 client is served as 1.0. A call
+        without the metadata is let through (the SDK's own clients always send it). The refusal is
+        the SDK's own error shape: UNIMPLEMENTED with a ``google.rpc.ErrorInfo`` (domain
+        ``a2a-protocol.org``, reason of VersionNotSupportedError) in ``grpc-status-details-bin``.
     """
 
     def __init__(
