@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--app", type=Path, default=HERE / "application.yaml")
     parser.add_argument("--agent", default="tck", help="the agent mas-ctl serve hosts")
     args = parser.parse_args(argv)
+    args.out = args.out.resolve()  # the TCK runs from its own checkout
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     try:
         checkout = TckCheckout.open(args.tck)
