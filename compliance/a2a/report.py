@@ -1,8 +1,10 @@
 """Our compliance report: the TCK's ``compatibility.json`` folded per level and transport.
 
-The JSON report is ``{"tck": {...}, "sut": ..., "overall": {...}, "levels": {LEVEL: {TRANSPORT:
-{"passed", "failed", "skipped"}}}, "failures": [{"requirement", "level", "transport", "error"}]}``.
-The Markdown report is the same as tables, ready to paste into ``compliance/README.md``.
+The JSON report is ``{"sut", "sut_url", "tck_commit", "tck_branch", "tck_summary": {the TCK's
+own summary}, "levels": {LEVEL: {TRANSPORT: {"passed", "failed", "skipped", "rate"}}},
+"failures": [{"requirement", "level", "transport", "error"}]}``. The Markdown report is the same
+as tables. A requirement fails on a transport when the TCK says so or when any of its tests
+failed there (read from the TCK's JUnit XML).
 """
 
 from __future__ import annotations
