@@ -52,7 +52,9 @@ BREAKS = {
     "get-task-wrong",  # GetTask of an unknown id answers a made-up task
     "push-config-fails",  # the card declares push, the config endpoint fails
     "no-version-check",  # the gRPC side serves any A2A-Version (the bare SDK)
+    "slow-send",  # SendMessage answers only after SLOW_SECONDS
 }
+SLOW_SECONDS = 2.0
 
 
 def free_port() -> int:
@@ -63,9 +65,14 @@ def free_port() -> int:
 
 
 class CompletingExecutor(AgentExecutor):
-    """Completes a task whose reply echoes the input."""
+    """Completes a task whose reply echoes the input (``slow``: after a pause)."""
+
+    def __init__(self, *, slow: bool = False) -> None:
+        self.slow = slow
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if self.slow:
+            await asyncio.sleep(SLOW_SECONDS)
         message = context.message
         text = get_message_text(message) if message else ""
         task_id, context_id = context.task_id or "", context.context_id or ""
@@ -157,7 +164,7 @@ async def sdk_agent(
     store = InMemoryPushNotificationConfigStore()
     async with httpx.AsyncClient(timeout=5) as push_client:
         handler = BreakableHandler(
-            agent_executor=CompletingExecutor(),
+            agent_executor=CompletingExecutor(slow="slow-send" in breaks),
             task_store=InMemoryTaskStore(),
             agent_card=card,
             push_config_store=store if push else None,
@@ -177,7 +184,10 @@ async def sdk_agent(
             a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
             grpc_server.add_insecure_port(f"{HOST}:{grpc_port}")
             await grpc_server.start()
-        server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="error"))
+        config = uvicorn.Config(
+            app, host=HOST, port=port, log_level="error", timeout_graceful_shutdown=5
+        )
+        server = uvicorn.Server(config)
         serving = asyncio.create_task(server.serve(), name="uvicorn")
         try:
             async with asyncio.timeout(10):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from compliance_servers import sdk_agent
+from compliance_servers import SLOW_SECONDS, sdk_agent
 
 from mas.ctl.conformance import ProbeUsageError, probe
 from mas.infra.conformance import CHECKS, ConformanceResult
@@ -81,6 +83,17 @@ async def test_a_grpc_side_that_ignores_the_version_header_fails_it() -> None:
     failed = {(c.interface, c.check) for c in result.failures()}
     assert failed == {("GRPC", "version-header")}
     assert "TaskNotFoundError" in detail(result, "GRPC", "version-header")
+
+
+async def test_a_server_slower_than_the_deadline_fails_within_it() -> None:
+    async with sdk_agent("slow-send", push=False) as agent:
+        result = await probe(agent.url, timeout=0.5)
+        await asyncio.sleep(SLOW_SECONDS)  # let the server finish the turns we abandoned
+    got = statuses(result)
+    assert {got[(b, "send-message")] for b in BINDINGS} == {"fail"}
+    assert {got[(b, "streaming")] for b in BINDINGS} == {"fail"}
+    assert {got[(b, "unknown-task-error")] for b in BINDINGS} == {"pass"}
+    assert "deadline" in detail(result, "GRPC", "send-message").lower()
 
 
 async def test_undeclared_capabilities_are_skipped_not_failed() -> None:

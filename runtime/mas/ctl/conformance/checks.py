@@ -16,7 +16,13 @@ from typing import Any, TypeVar
 
 import grpc
 import httpx
-from a2a.client import Client, ClientCallContext, ClientConfig, ClientFactory
+from a2a.client import (
+    A2AClientTimeoutError,
+    Client,
+    ClientCallContext,
+    ClientConfig,
+    ClientFactory,
+)
 from a2a.types.a2a_pb2 import (
     AgentCard,
     AgentInterface,
@@ -70,8 +76,8 @@ def grpc_target(url: str) -> str:
 
 def describe(exc: BaseException) -> str:
     """An error as a person reads it: its type and message."""
-    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-        return "no answer before the deadline"
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError | A2AClientTimeoutError):
+        return "no answer before the deadline (--timeout)"
     text = str(getattr(exc, "message", "") or exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
