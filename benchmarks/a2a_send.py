@@ -44,13 +44,13 @@ def free_port() -> int:
 
 def bare_server(port: int) -> None:
     """The baseline: a bare a2a-sdk echo agent (runs in a subprocess)."""
-    import uvicorn  # noqa: PLC0415
-    from a2a.server.agent_execution import AgentExecutor, RequestContext  # noqa: PLC0415
-    from a2a.server.events import EventQueue  # noqa: PLC0415
-    from a2a.server.request_handlers import DefaultRequestHandler  # noqa: PLC0415
-    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes  # noqa: PLC0415
-    from a2a.server.tasks import InMemoryTaskStore  # noqa: PLC0415
-    from a2a.types import (  # noqa: PLC0415
+    import uvicorn
+    from a2a.server.agent_execution import AgentExecutor, RequestContext
+    from a2a.server.events import EventQueue
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore
+    from a2a.types import (
         AgentCapabilities,
         AgentCard,
         AgentInterface,
@@ -59,7 +59,7 @@ def bare_server(port: int) -> None:
         Part,
         Role,
     )
-    from starlette.applications import Starlette  # noqa: PLC0415
+    from starlette.applications import Starlette
 
     class Echo(AgentExecutor):
         async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:

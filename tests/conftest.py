@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.envtest.fixtures import control_plane, envtest_namespace  # noqa: F401
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 EXAMPLES = REPO / "examples"

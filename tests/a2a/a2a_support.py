@@ -149,11 +149,14 @@ async def serve_agent(
     manifest: AgentManifest | None = None,
     grpc_on: bool = True,
     runner: ScriptRunner | None = None,
+    max_pending_per_session: int = 64,
+    push_url_validator: Any = None,
+    message_grace: float = 5.0,  # generous: a busy CI machine must not turn a Message into a task
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """Serve a scripted agent on free loopback ports; stop it afterwards."""
     runner = runner or ScriptRunner()
-    mailbox = SessionTurnMailbox(runner)
+    mailbox = SessionTurnMailbox(runner, max_pending_per_session=max_pending_per_session)
     port = free_port()
     endpoint = endpoint_for(port, free_port() if grpc_on else None, **caps)
     exposure = A2AExposure(
@@ -163,6 +166,8 @@ async def serve_agent(
         mailbox=mailbox,
         grpc=grpc_on,
         drain_timeout=2.0,
+        message_grace=message_grace,
+        push_url_validator=push_url_validator,
     )
     await exposure.start()
     try:

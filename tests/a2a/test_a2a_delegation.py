@@ -78,14 +78,18 @@ async def test_send_carries_session_and_metadata_and_maps_the_reply(served: Serv
     }
 
 
-async def test_a_peer_asking_for_input_is_input_required(served: Served) -> None:
+async def test_a_peer_asking_for_input_is_resumed_on_the_same_task(served: Served) -> None:
     comm = A2AAgentComm(served.url, timeout=STEP)
     try:
-        reply = await comm.send(outbound("ask which one?"))
+        asked = await comm.send(outbound("ask which one?"))
+        answered = await comm.send(outbound("the blue one"))
+        fresh = await comm.send(outbound("quick unrelated"))
     finally:
         await comm.aclose()
-    assert (reply.status, reply.text) == ("input_required", "question: which one?")
-    assert reply.task_id
+    assert (asked.status, asked.text) == ("input_required", "question: which one?")
+    assert (answered.status, answered.text) == ("completed", "resumed with: the blue one")
+    assert answered.task_id == asked.task_id
+    assert fresh.text == "unrelated" and fresh.task_id != asked.task_id
 
 
 async def test_a_peer_that_is_down_is_unavailable_naming_the_url() -> None:
@@ -185,6 +189,7 @@ def two_agent_app(front_port: int, peer_url: str) -> dict[str, Any]:
             "delegate": {"to": "worker", "message": "{q}"},
             "reply": "worker: {result}",
         },
+        {"match": "^book (?P<what>.+)", "ask": "which day for {what}?"},
         {
             "match": "^remote (?P<q>.+)",
             "delegate": {"to": "peer", "message": "{q}"},
@@ -202,7 +207,13 @@ def two_agent_app(front_port: int, peer_url: str) -> dict[str, Any]:
                     "front": {
                         "spec": {
                             "delegates_to": ["worker", "peer"],
-                            "model": {"type": "scripted", "params": {"rules": rules}},
+                            "model": {
+                                "type": "scripted",
+                                "params": {
+                                    "rules": rules,
+                                    "default": {"reply": "noted {input} ({question})"},
+                                },
+                            },
                         }
                     },
                     "worker": {"spec": {"model": {"type": "echo"}}},
@@ -258,3 +269,20 @@ async def test_a_peer_that_is_down_gives_a_tool_error_and_the_turn_goes_on() -> 
     assert text.startswith("peer: delegation to 'peer' failed: ")
     assert f"peer {down} is unavailable" in text
     assert get_message_text(after.task.status.message) == "worker: still working"
+
+
+async def test_hitl_with_the_real_agent_then_resume_on_the_same_task() -> None:
+    async with (
+        served_front(f"http://127.0.0.1:{free_port()}") as (front, _),
+        sdk_client(front, "rest") as client,
+    ):
+        [asked] = await send(client, user_message("book a table", context_id="guest"))
+        task = asked.task
+        [answered] = await send(
+            client, user_message("friday", task_id=task.id, context_id=task.context_id)
+        )
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert get_message_text(task.status.message) == "which day for a table?"
+    assert answered.task.id == task.id
+    assert answered.task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert get_message_text(answered.task.status.message) == "noted friday (which day for a table?)"

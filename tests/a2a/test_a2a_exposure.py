@@ -12,6 +12,7 @@ from a2a_support import (
     Served,
     sdk_client,
     send,
+    serve_agent,
     user_message,
 )
 
@@ -26,10 +27,20 @@ def final_task(responses: list[StreamResponse]) -> Task:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_blocking_send_of_a_streamed_reply_completes_a_task(
+async def test_blocking_send_of_a_quick_streamed_reply_is_one_message(
     served: Served, transport: str
 ) -> None:
     async with sdk_client(served, transport) as client:
+        [response] = await send(client, user_message("hello there agent"))
+    assert response.HasField("message"), response
+    assert get_message_text(response.message) == "hello there agent"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_blocking_send_past_the_grace_completes_a_task_with_the_chunks(
+    transport: str,
+) -> None:
+    async with serve_agent(message_grace=0.0) as agent, sdk_client(agent, transport) as client:
         task = final_task(await send(client, user_message("hello there agent")))
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert get_message_text(task.status.message) == "hello there agent"
@@ -142,10 +153,11 @@ async def test_missing_context_id_gets_a_generated_session(served: Served) -> No
 
 async def test_get_task_after_completion(served: Served) -> None:
     async with sdk_client(served, "rest") as client:
-        task = final_task(await send(client, user_message("stored reply")))
+        task = final_task(await send(client, user_message("artifacts")))
         again = await client.get_task(GetTaskRequest(id=task.id))
     assert again.status.state == TaskState.TASK_STATE_COMPLETED
-    assert get_message_text(again.status.message) == "stored reply"
+    assert get_message_text(again.status.message) == "4 artifacts"
+    assert len(again.artifacts) == 4
 
 
 def test_file_bytes_survive_base64_on_the_wire() -> None:

@@ -6,10 +6,13 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
+import grpc
 import httpx
 import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import get_message_text
 from a2a.types import (
+    AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
     SendMessageRequest,
@@ -17,6 +20,8 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from a2a.utils.push_url_validator import validate_push_notification_url
 from a2a_support import (
     STEP,
     TRANSPORTS,
@@ -24,6 +29,7 @@ from a2a_support import (
     eventually,
     sdk_client,
     send,
+    serve_agent,
     user_message,
     wait_for,
 )
@@ -221,7 +227,7 @@ async def test_0_3_method_names_on_json_rpc(served: Served) -> None:
     sent = await jsonrpc(served.url, "message/send", {"message": message})
     assert sent["result"]["kind"] == "message"
     assert sent["result"]["parts"][0]["text"] == "old client"
-    long = {**message, "messageId": "m-03b", "parts": [{"kind": "text", "text": "two words"}]}
+    long = {**message, "messageId": "m-03b", "parts": [{"kind": "text", "text": "artifacts"}]}
     task = (await jsonrpc(served.url, "message/send", {"message": long}))["result"]
     assert (task["kind"], task["status"]["state"]) == ("task", "completed")
     got = await jsonrpc(served.url, "tasks/get", {"id": task["id"]})
@@ -263,3 +269,96 @@ async def test_bad_requests_get_protocol_errors_and_the_server_stays_up(served: 
     assert unknown["error"]["code"] == -32601
     assert no_task["error"]["code"] == -32001
     assert health.status_code == 200
+
+
+async def test_a_full_session_mailbox_fails_the_task_with_a_clear_message() -> None:
+    async with (
+        serve_agent(grpc_on=False, max_pending_per_session=1) as agent,
+        sdk_client(agent) as client,
+    ):
+        await send(client, user_message("wait g4 busy", context_id="full"), return_immediately=True)
+        await wait_for(agent.runner.started["g4"])
+        await send(client, user_message("quick queued", context_id="full"), return_immediately=True)
+        [refused] = await send(client, user_message("quick one too many", context_id="full"))
+        agent.runner.gates["g4"].set()
+    assert refused.task.status.state == TaskState.TASK_STATE_FAILED
+    text = get_message_text(refused.task.status.message)
+    assert "session 'full'" in text and "max_pending_per_session=1" in text
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
+async def test_the_sdk_0_3_client_transports_work(served: Served, binding: str) -> None:
+    channels: list[grpc.aio.Channel] = []
+
+    def channel(target: str) -> grpc.aio.Channel:
+        channels.append(grpc.aio.insecure_channel(target))
+        return channels[-1]
+
+    async with httpx.AsyncClient(timeout=STEP) as http:
+        card = await A2ACardResolver(http, served.url).get_agent_card()
+        legacy = AgentCard()
+        legacy.CopyFrom(card)
+        del legacy.supported_interfaces[:]
+        legacy.supported_interfaces.extend(
+            i for i in card.supported_interfaces if i.protocol_version == "0.3"
+        )
+        config = ClientConfig(
+            streaming=False,
+            httpx_client=http,
+            grpc_channel_factory=channel,
+            supported_protocol_bindings=[binding],
+        )
+        client = ClientFactory(config).create(legacy)
+        # the SDK's 0.3 transports, not its 1.0 ones
+        assert type(client._transport).__name__.startswith("Compat")  # type: ignore[attr-defined]
+        try:
+            [quick] = await send(client, user_message("quick from 0.3"))
+            [task] = await send(client, user_message("artifacts"))
+        finally:
+            await client.close()
+            for made in channels:
+                await made.close()
+    assert reply_text(quick) == "from 0.3"
+    assert task.task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert {a.name for a in task.task.artifacts} == {"notes.txt", "result.json", "blob.bin", "link"}
+
+
+async def test_a_message_on_a_finished_task_is_refused_not_swallowed(served: Served) -> None:
+    async with sdk_client(served) as client:
+        [done] = await send(client, user_message("echo all done"), return_immediately=True)
+
+        async def completed() -> bool:
+            task = await client.get_task(GetTaskRequest(id=done.task.id))
+            return task.status.state == TaskState.TASK_STATE_COMPLETED
+
+        await eventually(completed, "the first turn completes")
+        late = user_message("quick too late", task_id=done.task.id, context_id=done.task.context_id)
+        with pytest.raises(UnsupportedOperationError) as refused:
+            await send(client, late)
+    assert str(refused.value) == (
+        f"task {done.task.id} has ended; send the message without a taskId to start a new task"
+    )
+    assert "quick too late" not in [t.text for t in served.runner.seen]
+
+
+async def test_push_urls_can_be_screened_to_public_addresses(
+    receiver: tuple[str, list[tuple[dict[str, str], dict[str, object]]]],
+) -> None:
+    url, received = receiver
+    request = SendMessageRequest(message=user_message("echo screened"))
+    request.configuration.task_push_notification_config.CopyFrom(
+        TaskPushNotificationConfig(url=url, token="t")
+    )
+    async with (
+        serve_agent(
+            grpc_on=False,
+            pushNotifications=True,
+            push_url_validator=validate_push_notification_url,
+        ) as agent,
+        sdk_client(agent) as client,
+    ):
+        with pytest.raises(InvalidParamsError, match="Invalid push notification URL"):
+            async with asyncio.timeout(STEP):
+                [_ async for _ in client.send_message(request)]
+    assert received == []
+    assert agent.runner.seen == []

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 import yaml
@@ -157,8 +158,6 @@ async def test_serve_end_to_end(
     [advert] = list((tmp_path / "control").glob("front.*.json"))
     assert json.loads(advert.read_text())["address"] == line.rsplit("control ", 1)[-1]
 
-    import grpc  # noqa: PLC0415
-
     channels: list[grpc.aio.Channel] = []
 
     def channel(target: str) -> grpc.aio.Channel:
@@ -225,13 +224,23 @@ async def test_serve_end_to_end(
     assert not list((tmp_path / "control").glob("front.*.json"))
 
 
-async def test_serve_without_control_advertises_nothing(
+async def test_serve_without_control_and_with_an_override(
     tmp_path: Path, app_file: tuple[Path, int, int]
 ) -> None:
-    path, port, _ = app_file
+    path, _, _ = app_file
+    port = free_port()  # moved by --override, like the other commands' document options
     process = await asyncio.create_subprocess_exec(
         *command(
-            "serve", "-f", str(path), "--agent", "front", "--no-control", "--listen", "127.0.0.1"
+            "serve",
+            "-f",
+            str(path),
+            "--agent",
+            "front",
+            "--no-control",
+            "--listen",
+            "127.0.0.1",
+            "--override",
+            f"infra:spec.endpoints[front].url=http://127.0.0.1:{port}",
         ),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -318,4 +327,13 @@ async def test_serve_port_in_use_is_one_clear_line(
     assert result.code == 1
     assert result.stderr.splitlines() == [
         f"error: agent 'front': cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
+    _, _, grpc_port = app_file
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", grpc_port))
+        taken.listen(1)
+        result = await run(tmp_path, "serve", "-f", str(path), "--agent", "front")
+    assert result.code == 1
+    assert result.stderr.splitlines() == [
+        f"error: agent 'front': cannot listen on 127.0.0.1:{grpc_port}: Address already in use"
     ]

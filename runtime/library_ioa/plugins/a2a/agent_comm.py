@@ -9,7 +9,8 @@ One ``send``: resolve the peer's AgentCard (once, cached), send one message with
 ``contextId`` = the session id and the metadata ``mas.caller_call_id``,
 ``mas.correlation_id`` and ``mas.delegation_depth``, wait for the peer's turn to end (a
 blocking send; a task the peer leaves working is followed with ``SubscribeToTask``), all
-within ``timeout`` seconds. Failures, each naming the peer URL:
+within ``timeout`` seconds. A peer that asked for input gets the session's next message
+on that same task, which resumes it. Failures, each naming the peer URL:
 
 - connection refused, DNS failure, closed connection: :class:`PeerUnavailable`;
 - no answer within the timeout: :class:`PeerTimeout`;
@@ -45,7 +46,7 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.constants import TransportProtocol
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from library_ioa.plugins.a2a.parts import artifact_from_a2a, data_part, dict_to_struct, text_of
 from mas.runtime.boundary.agentcomm import AgentCommContract, CommReply, OutboundMessage
@@ -93,6 +94,7 @@ class A2AAgentComm(AgentCommContract):
         self._client: Client | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self._asking: dict[str, str] = {}  # session id -> the peer task waiting for input
 
     async def _connect(self) -> Client:
         async with self._lock:
@@ -136,11 +138,28 @@ class A2AAgentComm(AgentCommContract):
         )
 
     async def send(self, message: OutboundMessage) -> CommReply:
-        """Deliver ``message`` to the peer and wait for its reply (within the timeout)."""
+        """Deliver ``message`` to the peer and wait for its reply (within the timeout).
+
+        When the peer's last answer in this session asked for input, the message goes on
+        that task, which resumes it (a task the peer no longer knows is not retried on).
+        """
         try:
             async with asyncio.timeout(self.timeout):
                 client = await self._connect()
-                return await self._exchange(client, self._request(message))
+                request = self._request(message)
+                waiting = self._asking.pop(message.session_id, None)
+                if waiting is not None:
+                    request.message.task_id = waiting
+                try:
+                    reply = await self._exchange(client, request)
+                except TaskNotFoundError:
+                    if waiting is None:
+                        raise
+                    request.message.ClearField("task_id")
+                    reply = await self._exchange(client, request)
+                if reply.status == "input_required" and reply.task_id:
+                    self._asking[message.session_id] = reply.task_id
+                return reply
         except TimeoutError:
             raise PeerTimeout(f"peer {self.url} did not answer within {self.timeout:g}s") from None
         except CommError:

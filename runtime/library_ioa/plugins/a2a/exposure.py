@@ -16,6 +16,10 @@ all built from the a2a-sdk's route factories, ``DefaultRequestHandler``,
 transports too (``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC
 ``a2a.v1.A2AService``). A request without an ``A2A-Version`` header is read as 0.3.
 
+Push-notification URLs are accepted as given unless ``push_url_validator`` screens them
+(``a2a.utils.push_url_validator.validate_push_notification_url`` refuses private,
+loopback and link-local addresses; ``mas-ctl serve --public-push-urls-only`` uses it).
+
 The bind host is distinct from the advertised URL: in a pod the URL is the Service DNS
 name and the bind is ``0.0.0.0``. Usage::
 
@@ -28,7 +32,7 @@ name and the bind is ``0.0.0.0``. Usage::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
@@ -94,6 +98,7 @@ class A2AExposure:
         compat_0_3: bool = True,
         message_grace: float = DEFAULT_MESSAGE_GRACE,
         drain_timeout: float = 10.0,
+        push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.card: AgentCard = agent_card_from_manifest(
@@ -113,7 +118,9 @@ class A2AExposure:
         if endpoint.a2a.capabilities.pushNotifications:
             push_store = InMemoryPushNotificationConfigStore()
             self._push_client = httpx.AsyncClient(timeout=10.0)
-            push_sender = BasePushNotificationSender(self._push_client, push_store)
+            push_sender = BasePushNotificationSender(
+                self._push_client, push_store, push_url_validator=push_url_validator
+            )
         self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
         self.handler = CountingRequestHandler(
             self.executor,
@@ -122,6 +129,7 @@ class A2AExposure:
             push_config_store=push_store,
             push_sender=push_sender,
             request_context_builder=self.executor.request_context_builder(),
+            push_url_validator=push_url_validator,
             agent_id=agent_id,
         )
         routes: list[BaseRoute] = [

@@ -30,6 +30,7 @@ import signal
 import sys
 from typing import Any
 
+from a2a.utils.push_url_validator import validate_push_notification_url
 from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -88,6 +89,11 @@ def register(sub: Any) -> None:
         default=10.0,
         metavar="S",
         help="on SIGTERM, wait at most S seconds for in-flight turns (default 10)",
+    )
+    parser.add_argument(
+        "--public-push-urls-only",
+        action="store_true",
+        help="refuse push-notification URLs on private, loopback or link-local addresses",
     )
     parser.set_defaults(handler=handle)
 
@@ -189,6 +195,9 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
             grpc=True,
             metrics_registries=None if args.metrics_port is not None else registries,
             drain_timeout=args.drain_timeout,
+            push_url_validator=(
+                validate_push_notification_url if args.public_push_urls_only else None
+            ),
         )
         exposure = listeners.get(agent).exposure
         metrics_url = f"{exposure.url}/metrics"

@@ -122,9 +122,10 @@ async def bind_listeners(
                     "or use-and-deploy"
                 )
             if endpoint.protocol not in registry.names(EXPOSE_CATEGORY):
+                known = ", ".join(registry.names(EXPOSE_CATEGORY)) or "(none)"
                 raise ExposureError(
                     f"spec.endpoints.{agent}.protocol: {endpoint.protocol!r} has no "
-                    f"{EXPOSE_CATEGORY} plugin; known: {', '.join(registry.names(EXPOSE_CATEGORY))}"
+                    f"{EXPOSE_CATEGORY} plugin; known: {known}"
                 )
             exposure: Exposure = registry.create(
                 EXPOSE_CATEGORY,

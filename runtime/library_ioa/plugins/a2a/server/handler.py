@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.utils.errors import A2AError
 
+from library_ioa.plugins.a2a.server.executor import STREAMING_STATE
 from library_ioa.plugins.a2a.server.metrics import A2A_REQUEST_SECONDS, A2A_REQUESTS
 
 T = TypeVar("T")
@@ -57,9 +58,11 @@ class CountingRequestHandler(DefaultRequestHandler):
             A2A_REQUEST_SECONDS.labels(self.agent_id, method).observe(time.perf_counter() - started)
 
     async def on_message_send(self, params: Any, context: Any) -> Any:
+        context.state[STREAMING_STATE] = False
         return await self._unary("SendMessage", super().on_message_send(params, context))
 
     def on_message_send_stream(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
+        context.state[STREAMING_STATE] = True
         return self._stream("SendStreamingMessage", super().on_message_send_stream(params, context))
 
     async def on_get_task(self, params: Any, context: Any) -> Any:

@@ -133,6 +133,9 @@ class GrpcListener:
 
     async def start(self) -> None:
         """Bind and start."""
+        if self.requested_port:
+            # A clear error before grpc's C core logs its own lines about a taken port.
+            bind_socket(self.host, self.requested_port).close()
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         for servicer, add in self._servicers:
             add(servicer, server)

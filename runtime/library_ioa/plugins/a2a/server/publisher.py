@@ -1,0 +1,240 @@
+"""How the events of one turn become A2A events on the SDK's event queue.
+
+See :mod:`library_ioa.plugins.a2a.server.executor` for the rules; this module holds the
+mechanics: the grace period before a task is started, the ``Message`` answer, the task's
+status updates and artifact chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
+
+from library_ioa.plugins.a2a.parts import artifact_parts
+from mas.runtime.turns import (
+    ArtifactEmitted,
+    Delegated,
+    TextDelta,
+    TurnEnded,
+    TurnEvent,
+    TurnInput,
+)
+
+RESPONSE_ARTIFACT = "response"
+
+
+class TurnTicketLike(Protocol):
+    """What the executor needs of a :class:`mas.ctl.session.mailbox.TurnTicket`."""
+
+    @property
+    def turn(self) -> TurnInput: ...
+
+    def events(self) -> AsyncIterator[TurnEvent]: ...
+
+    def cancel_wait(self) -> None: ...
+
+
+class TaskBook(Protocol):
+    """What a publisher asks the executor about its task."""
+
+    message_grace: float
+
+    def canceled(self, task_id: str) -> bool: ...
+
+    def pending(self, task_id: str) -> int: ...
+
+    def closing(self, task_id: str) -> None: ...
+
+
+class TurnPublisher:
+    """Publishes the events of one turn onto the SDK's event queue."""
+
+    def __init__(  # noqa: PLR0917
+        self,
+        executor: TaskBook,
+        queue: EventQueue,
+        message: Message,
+        task_id: str,
+        context_id: str,
+        current: Task | None,
+    ) -> None:
+        self._executor = executor
+        self._queue = queue
+        self._message = message
+        self._task_id = task_id
+        self._context_id = context_id
+        self._existing = current is not None
+        self._working = False
+        self._updater = TaskUpdater(queue, task_id, context_id)
+        self._stream_id = f"{RESPONSE_ARTIFACT}-{uuid.uuid4().hex[:12]}"
+        self._streamed = False
+        self.return_immediately = False
+        self.streaming = True
+
+    def _reply(self, text: str) -> Message:
+        return self._updater.new_agent_message([Part(text=text)])
+
+    async def _start_task(self) -> None:
+        if self._working:
+            return
+        self._working = True
+        if not self._existing:
+            self._existing = True
+            history = Message()
+            history.CopyFrom(self._message)
+            history.role = Role.ROLE_USER
+            history.task_id = self._task_id
+            history.context_id = self._context_id
+            await self._queue.enqueue_event(
+                Task(
+                    id=self._task_id,
+                    context_id=self._context_id,
+                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                    history=[history],
+                )
+            )
+        await self._updater.start_work()
+
+    async def refuse(self, reason: str) -> None:
+        """The mailbox refused the turn (full): the task fails with the reason."""
+        await self._start_task()
+        await self._updater.failed(self._reply(reason))
+
+    async def follow(self, ticket: TurnTicketLike) -> None:
+        """Wait for the turn and publish its events until it ends."""
+        events = ticket.events().__aiter__()
+        first = await self._opening(events)
+        if first is None or self._executor.canceled(self._task_id):
+            return
+        await self._publish(first)
+        async for event in events:
+            if self._executor.canceled(self._task_id):
+                return
+            await self._publish(event)
+
+    async def _opening(self, events: AsyncIterator[TurnEvent]) -> TurnEvent | None:
+        """Within the grace period: answer at once (None), or start the task (the next event).
+
+        A blocking send buffers streamed text meanwhile, so a quick text-only turn is one
+        Message; a streaming send starts its task at the first progress event.
+        """
+        loop = asyncio.get_running_loop()
+        grace = 0.0 if self.return_immediately else self._executor.message_grace
+        deadline = loop.time() + grace
+        buffered: list[TextDelta] = []
+        while True:
+            step = asyncio.ensure_future(anext(events))
+            try:
+                if not self._working:
+                    done, _ = await asyncio.wait({step}, timeout=max(0.0, deadline - loop.time()))
+                    if not done:
+                        await self._start_task()
+                        await self._flush(buffered)
+                event = await step
+            except StopAsyncIteration:
+                event = TurnEnded("failed", message="the turn ended without a result")
+            finally:
+                if not step.done():
+                    step.cancel()
+            if self._executor.canceled(self._task_id):
+                return None
+            if isinstance(event, TextDelta) and not self._working and not self.streaming:
+                buffered.append(event)
+                continue
+            if (
+                isinstance(event, TurnEnded)
+                and event.status == "completed"
+                and not self._working
+                and self._executor.pending(self._task_id) == 0
+            ):
+                await self._answer_at_once(event)
+                return None
+            await self._start_task()
+            await self._flush(buffered)
+            return event
+
+    async def _flush(self, buffered: list[TextDelta]) -> None:
+        for delta in buffered:
+            await self._publish(delta)
+        buffered.clear()
+
+    async def _answer_at_once(self, end: TurnEnded) -> None:
+        if self._existing:
+            self._executor.closing(self._task_id)
+            await self._updater.complete(self._reply(end.text))
+            return
+        await self._queue.enqueue_event(
+            Message(
+                role=Role.ROLE_AGENT,
+                message_id=str(uuid.uuid4()),
+                context_id=self._context_id,
+                task_id=self._task_id,
+                parts=[Part(text=end.text)],
+            )
+        )
+
+    async def _publish(self, event: TurnEvent) -> None:
+        if isinstance(event, TextDelta):
+            await self._updater.add_artifact(
+                [Part(text=event.text)],
+                artifact_id=self._stream_id,
+                name=RESPONSE_ARTIFACT,
+                append=self._streamed,
+                last_chunk=False,
+            )
+            self._streamed = True
+        elif isinstance(event, ArtifactEmitted):
+            await self._updater.add_artifact(
+                artifact_parts(event),
+                artifact_id=event.artifact_id or f"artifact-{uuid.uuid4().hex[:12]}",
+                name=event.name,
+                last_chunk=True,
+            )
+        elif isinstance(event, Delegated):
+            await self._updater.update_status(
+                TaskState.TASK_STATE_WORKING,
+                metadata={
+                    "mas.delegated": {
+                        "target": event.target,
+                        "call_id": event.call_id,
+                        "ok": event.ok,
+                        "detail": event.detail,
+                    }
+                },
+            )
+        else:
+            await self._end(event)
+
+    async def _end(self, end: TurnEnded) -> None:
+        if self._streamed:
+            await self._updater.add_artifact(
+                [Part(text="")],
+                artifact_id=self._stream_id,
+                name=RESPONSE_ARTIFACT,
+                append=True,
+                last_chunk=True,
+            )
+        if end.status == "completed":
+            if self._executor.pending(self._task_id) > 0:
+                # More messages of this task wait behind this turn: the task goes on.
+                await self._updater.update_status(
+                    TaskState.TASK_STATE_WORKING,
+                    self._reply(end.text),
+                    metadata={"mas.turn_completed": True},
+                )
+            else:
+                self._executor.closing(self._task_id)
+                await self._updater.complete(self._reply(end.text))
+        elif end.status == "input_required":
+            await self._updater.requires_input(self._reply(end.text or end.message))
+        elif end.status == "failed":
+            self._executor.closing(self._task_id)
+            await self._updater.failed(self._reply(end.message or end.text or "the turn failed"))
+        else:
+            await self._updater.cancel(self._reply(end.message or "the turn was canceled"))

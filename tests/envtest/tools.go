@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools records the main packages that scripts/build-envtest builds,
+// so that `go mod tidy` keeps every module they need in go.mod and go.sum.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+)
