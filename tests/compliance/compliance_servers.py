@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 import httpx
 import uvicorn
-from a2a.helpers.proto_helpers import get_message_text
+from a2a.helpers.proto_helpers import get_message_text, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
@@ -53,6 +53,7 @@ BREAKS = {
     "push-config-fails",  # the card declares push, the config endpoint fails
     "no-version-check",  # the gRPC side serves any A2A-Version (the bare SDK)
     "slow-send",  # SendMessage answers only after SLOW_SECONDS
+    "message-only",  # every send is answered with a Message, never a task (not a fault)
 }
 SLOW_SECONDS = 2.0
 
@@ -67,8 +68,9 @@ def free_port() -> int:
 class CompletingExecutor(AgentExecutor):
     """Completes a task whose reply echoes the input (``slow``: after a pause)."""
 
-    def __init__(self, *, slow: bool = False) -> None:
+    def __init__(self, *, slow: bool = False, message_only: bool = False) -> None:
         self.slow = slow
+        self.message_only = message_only
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         if self.slow:
@@ -76,6 +78,11 @@ class CompletingExecutor(AgentExecutor):
         message = context.message
         text = get_message_text(message) if message else ""
         task_id, context_id = context.task_id or "", context.context_id or ""
+        if self.message_only:
+            await event_queue.enqueue_event(
+                new_text_message(f"echo: {text}", context_id=context_id)
+            )
+            return
         if context.current_task is None and message is not None:
             await event_queue.enqueue_event(
                 Task(
@@ -164,7 +171,9 @@ async def sdk_agent(
     store = InMemoryPushNotificationConfigStore()
     async with httpx.AsyncClient(timeout=5) as push_client:
         handler = BreakableHandler(
-            agent_executor=CompletingExecutor(slow="slow-send" in breaks),
+            agent_executor=CompletingExecutor(
+                slow="slow-send" in breaks, message_only="message-only" in breaks
+            ),
             task_store=InMemoryTaskStore(),
             agent_card=card,
             push_config_store=store if push else None,

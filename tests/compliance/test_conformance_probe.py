@@ -96,6 +96,17 @@ async def test_a_server_slower_than_the_deadline_fails_within_it() -> None:
     assert "deadline" in detail(result, "GRPC", "send-message").lower()
 
 
+async def test_an_agent_that_only_answers_with_messages_skips_the_task_checks() -> None:
+    async with sdk_agent("message-only") as agent:
+        result = await probe(agent.url, timeout=5)
+    got = statuses(result)
+    assert result.passed, result.summary()
+    for check in ("get-task", "cancel-task", "push-config"):
+        assert {got[(b, check)] for b in BINDINGS} == {"skip"}
+    assert detail(result, "JSONRPC", "send-message") == "answered with a Message"
+    assert detail(result, "GRPC", "get-task") == "SendMessage made no task to read back"
+
+
 async def test_undeclared_capabilities_are_skipped_not_failed() -> None:
     async with sdk_agent(streaming=False, push=False) as agent:
         result = await probe(agent.url, timeout=5)

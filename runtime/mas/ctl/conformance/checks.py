@@ -167,9 +167,35 @@ class InterfaceProbe:
             state = state_name(event.task.status.state)
             self.record("send-message", "pass", f"task {event.task.id} {state}")
         elif event is not None and event.HasField("message"):
-            self.record("send-message", "pass", "answered with a Message")
+            made = await self.task_for_later_checks(client)
+            after = f"; a returnImmediately send made task {made.id}" if made else ""
+            self.record("send-message", "pass", f"answered with a Message{after}")
         else:
             self.record("send-message", "fail", "the answer holds neither a Task nor a Message")
+
+    async def task_for_later_checks(self, client: Client) -> Task | None:
+        """A task for GetTask, CancelTask and push config when the agent answers with Messages.
+
+        A send with ``returnImmediately`` asks the server for the task at once; an agent that
+        still answers with a Message leaves those checks skipped.
+        """
+        request = self.request()
+        request.configuration.return_immediately = True
+
+        async def first() -> Any:
+            async for event in client.send_message(request, context=self.context()):
+                return event
+            return None
+
+        try:
+            event = await self.call(first)
+        except Exception as exc:
+            logger.info("%s: a returnImmediately send failed: %s", self.binding, describe(exc))
+            return None
+        if event is not None and event.HasField("task"):
+            self.task = event.task
+            return self.task
+        return None
 
     async def check_streaming(self) -> None:
         """SendStreamingMessage delivers events and ends, when the card declares streaming."""
