@@ -134,9 +134,16 @@ def build_report(
     for req_id, req in sorted(compatibility.get("per_requirement", {}).items()):
         level = str(req.get("level", "MUST")).upper()
         errors = list(req.get("errors", []))
-        for transport, raw in sorted(req.get("transports", {}).items()):
-            status = str(raw).upper()
-            detail = _error_for(errors, transport)
+        transports = {t: str(raw).upper() for t, raw in req.get("transports", {}).items()}
+        # The TCK can fail a requirement overall while its per-transport map says PASS (a
+        # transport-free test, such as the card's schema, failed): it fails everywhere it ran.
+        overall_only = (
+            str(req.get("status", "")).upper() == "FAIL" and "FAIL" not in transports.values()
+        )
+        for transport, reported in sorted(transports.items()):
+            status, detail = reported, _error_for(errors, transport)
+            if overall_only and status == "PASS":
+                status = "FAIL"
             if (req_id, transport) in failed_tests:
                 status, detail = "FAIL", failed_tests[(req_id, transport)]
             levels.setdefault(level, defaultdict(Counts))[transport].add(status)

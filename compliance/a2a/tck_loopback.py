@@ -12,7 +12,7 @@ LOOPBACK = "127.0.0.1"
 
 def pytest_configure(config: object) -> None:
     """Rebind the webhook receiver's default host before any fixture creates one."""
-    from tck.webhook import server  # noqa: PLC0415 - the TCK is importable only inside its run
+    from tck.webhook import server
 
     init = server.WebhookReceiver.__init__
     defaults = init.__defaults__ or ()

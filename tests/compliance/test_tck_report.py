@@ -25,6 +25,12 @@ COMPATIBILITY = {
             "errors": ["Agent Card response should include a Cache-Control header"],
         },
         "PUSH-GET-001": {"level": "MUST", "transports": {"grpc": "SKIPPED"}},
+        "CARD-STRUCT-001": {
+            "level": "MUST",
+            "status": "FAIL",
+            "transports": {"agent_card": "PASS"},
+            "errors": ["$: 'url' does not match any of the regexes"],
+        },
     },
 }
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -59,9 +65,11 @@ def test_a_junit_failure_overrides_the_tcks_pass(tmp_path: Path) -> None:
     assert (must["grpc"].passed, must["grpc"].skipped) == (1, 1)
     assert [(f["requirement"], f["transport"]) for f in report.failures] == [
         ("CARD-CACHE-001", "agent_card"),
+        ("CARD-STRUCT-001", "agent_card"),
         ("HTTP_JSON-SVC-001", "http_json"),
     ]
-    assert report.failures[1]["error"] == (
+    assert report.levels["MUST"]["agent_card"].failed == 1
+    assert report.failures[2]["error"] == (
         "Expected Content-Type application/json, got: 'application/a2a+json'"
     )
 
