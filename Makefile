@@ -3,7 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: dev check lint typecheck imports crd crd-check test test-unit envtest clean
+.PHONY: system-deps dev check lint typecheck imports crd crd-check test test-unit envtest clean
+
+system-deps: ## Debian packages some tests use (tmux, postgresql, wrk); needs root
+	scripts/install-system-deps
 
 dev: ## create .venv and install the project with its dev extras
 	$(PYTHON) -m venv $(VENV)

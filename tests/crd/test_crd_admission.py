@@ -56,7 +56,7 @@ def test_example_is_admitted_unchanged(
         ("entry-not-agent.yaml", "spec.agency.entry must be an agent of the agency"),
         ("deploy-external.yaml", "must be keyed by an agent of the agency"),
         ("legacy-expose-external.yaml", "must be keyed by an agent of the agency"),
-        ("bad-agent-id.yaml", "keys must be agent ids: DNS-1123 labels"),
+        ("bad-agent-id.yaml", "every key must be an agent id: a DNS-1123 label"),
         ("bad-usage-value.yaml", 'Unsupported value: \\"publish\\"'),
     ],
 )
@@ -75,6 +75,15 @@ def test_header_value_needs_exactly_one_source(
     assert "set exactly one of value or secret_key_ref" in refusal(
         crd_applied, envtest_namespace, doc
     )
+
+
+def test_header_names_are_tokens(
+    crd_applied: client.CustomObjectsApi, envtest_namespace: str
+) -> None:
+    doc = read_yaml_file(EXAMPLES / "agency.yaml")
+    doc["spec"]["endpoints"]["web-search"]["headers"]["X Tenant"] = {"value": "x"}
+    body = refusal(crd_applied, envtest_namespace, doc)
+    assert "every key must be an HTTP header name" in body
 
 
 def test_whole_document_rules_are_left_to_reconcile(

@@ -121,4 +121,5 @@ def test_validate_command_never_crashes(
     err = capsys.readouterr().err
     assert code in (0, 1), err
     assert "internal error" not in err
-    assert all(line.startswith("error: ") for line in err.splitlines())
+    lines = err.rstrip("\n").split("\n") if err else []
+    assert all(line.startswith("error: ") for line in lines), err

@@ -53,17 +53,22 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
 ]
 
 
+def _cel_string(text: str) -> str:
+    """``text`` as a double-quoted CEL string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _key_rule(names: dict[str, Any]) -> dict[str, str]:
     """CEL for a map's key constraints (structural schemas have no ``propertyNames``)."""
     checks = []
     if "pattern" in names:
-        checks.append(f"k.matches('{names['pattern']}')")
+        checks.append(f"k.matches({_cel_string(names['pattern'])})")
     if "maxLength" in names:
         checks.append(f"size(k) <= {names['maxLength']}")
+    what = str(names.get("description", "valid")).rstrip(".")
     return {
         "rule": f"self.all(k, {' && '.join(checks) or 'true'})",
-        "message": "keys must be agent ids: DNS-1123 labels (lowercase letters, digits and '-', "
-        f"at most {names.get('maxLength', 63)} characters)",
+        "message": f"every key must be {what[:1].lower()}{what[1:]}",
     }
 
 

@@ -33,6 +33,12 @@ AgentId = Annotated[
     Field(description="An agent id: a DNS-1123 label (lowercase letters, digits and '-')."),
 ]
 
+HeaderName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=256, pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"),
+    Field(description="An HTTP header name (an RFC 9110 token)."),
+]
+
 Usage = Literal["use", "deploy", "use-and-deploy"]
 DEPLOYED_USAGES: frozenset[str] = frozenset({"deploy", "use-and-deploy"})
 USED_USAGES: frozenset[str] = frozenset({"use", "use-and-deploy"})
@@ -239,7 +245,7 @@ class Endpoint(Model):
         default=None,
         description="Legacy: expose: true reads as use-and-deploy when usage is absent.",
     )
-    headers: dict[str, HeaderValue] = Field(
+    headers: dict[HeaderName, HeaderValue] = Field(
         default_factory=dict, max_length=50, description="Headers sent to the peer on every call."
     )
     timeout: float = Field(default=30.0, gt=0, le=3600, description="Call timeout in seconds.")
