@@ -132,10 +132,8 @@ async def test_mas_ctl_serve_passes_the_probe(tmp_path: Path) -> None:
         for check in ("send-message", "streaming", "get-task", "cancel-task", "push-config"):
             assert by_check[(binding, check)].status == "pass", by_check[(binding, check)]
         assert by_check[(binding, "unknown-task-error")].status == "pass"
-    # Until the exposure mounts library_ioa.plugins.a2a.corrections.GrpcVersionCheck, the gRPC
-    # side serves any A2A-Version (the bare SDK's behaviour): the only failure allowed.
-    failed = [(c.interface, c.check) for c in result.failures()]
-    assert set(failed) <= {("GRPC", "version-header")}
-    assert by_check[("JSONRPC", "version-header")].status == "pass"
-    assert by_check[("HTTP+JSON", "version-header")].status == "pass"
-    assert run.code == (1 if failed else 0)
+    # The exposure mounts corrections.GrpcVersionCheck, so every transport checks A2A-Version.
+    assert result.failures() == []
+    for binding in ("JSONRPC", "HTTP+JSON", "GRPC"):
+        assert by_check[(binding, "version-header")].status == "pass"
+    assert run.code == 0
