@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import httpx
+from tests.a2a.a2a_support import ScriptRunner, free_port
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
 from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest, Endpoint
-from tests.a2a.a2a_support import ScriptRunner, free_port
 
 
 async def test_strict_endpoint_lists_only_1_0_and_refuses_0_3_names() -> None:
