@@ -137,9 +137,17 @@ class Api:
         return dict(self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, name))
 
     def patch_spec(self, name: str, spec: dict[str, Any]) -> None:
-        body = self.get(name)
-        body["spec"] = spec
-        self.custom.replace_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, name, body)
+        """Replace the spec with a JSON patch: no resourceVersion to race the operator's writes."""
+        patch = [{"op": "replace", "path": "/spec", "value": spec}]
+        self.custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            self.ns,
+            PLURAL,
+            name,
+            patch,
+            _content_type="application/json-patch+json",
+        )
 
     def condition(self, name: str, type_: str) -> dict[str, Any] | None:
         status = self.get(name).get("status") or {}

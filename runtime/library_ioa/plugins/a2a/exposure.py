@@ -53,6 +53,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from library_ioa.plugins.a2a.agentcard import REST_PATH, agent_card_from_manifest, grpc_target
+from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
 from library_ioa.plugins.a2a.server.executor import (
     DEFAULT_MESSAGE_GRACE,
     MasLabAgentExecutor,
@@ -95,12 +96,14 @@ class A2AExposure:
         grpc_bind_host: str | None = None,
         metrics_registries: Sequence[CollectorRegistry] | None = None,
         ready: Callable[[], bool] | None = None,
-        compat_0_3: bool = True,
+        compat_0_3: bool | None = None,
         message_grace: float = DEFAULT_MESSAGE_GRACE,
         drain_timeout: float = 10.0,
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.agent_id = agent_id
+        if compat_0_3 is None:
+            compat_0_3 = endpoint.a2a.compat_0_3
         self.card: AgentCard = agent_card_from_manifest(
             agent_id, manifest, endpoint, url=url, compat_0_3=compat_0_3
         )
@@ -153,8 +156,11 @@ class A2AExposure:
         )
         self.app = Starlette(routes=routes)
         self.app.router.redirect_slashes = False  # /metrics must not redirect into /{tenant}/
+        # Where the SDK's wire behaviour departs from the protocol, corrections.py mends it
+        # (REST content type, JSON-RPC content-type error, card caching headers).
+        corrected = HttpCorrections(self.app, rpc_path="/", rest_prefix=REST_PATH)
         self._http = HttpListener(
-            self.app, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
+            corrected, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
         )
         self._grpc: GrpcListener | None = None
         if self._grpc_address is not None:
@@ -169,7 +175,9 @@ class A2AExposure:
                     )
                 )
             grpc_port = parse_grpc_address(self._grpc_address).port
-            self._grpc = GrpcListener(self._grpc_bind_host, grpc_port, servicers)
+            self._grpc = GrpcListener(
+                self._grpc_bind_host, grpc_port, servicers, interceptors=[GrpcVersionCheck()]
+            )
 
     @property
     def port(self) -> int:
