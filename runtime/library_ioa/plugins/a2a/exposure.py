@@ -58,7 +58,8 @@ from library_ioa.plugins.a2a.server.executor import (
     MasLabAgentExecutor,
     TurnMailbox,
 )
-from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
+from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
+from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
@@ -99,6 +100,7 @@ class A2AExposure:
         message_grace: float = DEFAULT_MESSAGE_GRACE,
         drain_timeout: float = 10.0,
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
+        fast_send: bool = True,
     ) -> None:
         self.agent_id = agent_id
         self.card: AgentCard = agent_card_from_manifest(
@@ -122,7 +124,9 @@ class A2AExposure:
                 self._push_client, push_store, push_url_validator=push_url_validator
             )
         self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
-        self.handler = CountingRequestHandler(
+        # A blocking send of a new task skips the SDK's per-task machinery when the turn
+        # answers at once (server/fast_handler.py); fast_send=False is the SDK path only.
+        self.handler = FastSendHandler(
             self.executor,
             InMemoryTaskStore(),
             self.card,
@@ -131,6 +135,7 @@ class A2AExposure:
             request_context_builder=self.executor.request_context_builder(),
             push_url_validator=push_url_validator,
             agent_id=agent_id,
+            mailbox=mailbox if fast_send else None,
         )
         routes: list[BaseRoute] = [
             Route("/healthz", self._healthz, methods=["GET"]),
@@ -139,7 +144,7 @@ class A2AExposure:
         if metrics_registries is not None:
             routes.append(metrics_route(metrics_registries))
         routes += create_agent_card_routes(self.card)
-        routes += create_jsonrpc_routes(
+        routes += (create_fast_jsonrpc_routes if fast_send else create_jsonrpc_routes)(
             self.handler,
             "/",
             enable_v0_3_compat=compat_0_3,
