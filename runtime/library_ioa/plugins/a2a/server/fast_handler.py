@@ -41,6 +41,7 @@ from a2a.utils.input_mode_validator import validate_input_modes
 from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import validate_history_length
 
+from library_ioa.plugins.a2a.server.codec import has_required_fields
 from library_ioa.plugins.a2a.server.executor import (
     ADOPTED_STATE,
     STREAMING_STATE,
@@ -92,6 +93,24 @@ class _Replay:
         self.inner.cancel_wait()
 
 
+async def _wait(future: asyncio.Future[Any], timeout: float) -> None:
+    """Until ``future`` is done or ``timeout`` passes (``asyncio.wait`` with less to set up)."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    timer = loop.call_later(timeout, wake)
+    future.add_done_callback(wake)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+        future.remove_done_callback(wake)
+
+
 def fast_eligible(params: SendMessageRequest) -> bool:
     """Whether a blocking send may take the fast path (a new task, nothing asked of a task)."""
     if not params.HasField("message") or params.message.task_id:
@@ -129,7 +148,8 @@ class FastSendHandler(CountingRequestHandler):
 
     async def _send(self, params: SendMessageRequest, context: Any) -> Any:
         # The SDK's checks, in its order (validate_request_params, then _setup_active_task).
-        validate_proto_required_fields(params)
+        if not has_required_fields(params):
+            validate_proto_required_fields(params)  # raises the SDK's own error
         validate_history_length(params.configuration)
         if self._validate_input_modes:
             validate_input_modes(params.message, self._agent_card)
@@ -160,7 +180,7 @@ class FastSendHandler(CountingRequestHandler):
         result: asyncio.Future[TurnEnded] | None = getattr(ticket, "result", None)
         grace = self._executor.message_grace
         if result is not None and not result.done() and grace > 0:
-            await asyncio.wait({result}, timeout=grace)
+            await _wait(result, grace)
         stream = ticket.events().__aiter__()
         replay = _Replay(ticket, stream)
         if result is None or not result.done():

@@ -7,7 +7,8 @@
 ``"2.0"``, a string or integer ``id`` and object ``params``) is parsed with orjson and
 handed to the request handler directly, skipping the dispatcher's generic steps (the
 base JSON-RPC model, the method table, the version decorator, the tracing spans). The
-params are still read with protobuf's ``ParseDict`` as the SDK reads them, the call
+params are read as the SDK reads them (protobuf's ``ParseDict``; the plain common shape
+by :func:`~library_ioa.plugins.a2a.server.codec.parse_plain_send`, to the same result), the call
 context comes from the same context builder, the result and every error are shaped by
 the SDK's ``MessageToDict``, ``JSONRPC20Response`` and ``build_error_response``, and the
 body is rendered byte for byte as Starlette's ``JSONResponse`` renders it.
@@ -35,6 +36,8 @@ from jsonrpc.jsonrpc2 import JSONRPC20Response  # type: ignore[import-untyped]
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from library_ioa.plugins.a2a.server.codec import parse_plain_send
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +96,9 @@ class FastJsonRpcEndpoint:
             return await self._dispatcher.handle_requests(request)
         request_id, params = hot
         try:
-            send = ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)
+            send = parse_plain_send(params) or ParseDict(
+                params, SendMessageRequest(), ignore_unknown_fields=True
+            )
         except Exception:
             return await self._dispatcher.handle_requests(request)  # the SDK's own error
         call_context = self._context_builder.build(request)
