@@ -38,7 +38,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from library_ioa.plugins.a2a.exposure import metrics_route
-from library_ioa.plugins.a2a.server.listeners import HttpListener, ListenError
+from library_ioa.plugins.a2a.server.listeners import (
+    HttpListener,
+    ListenError,
+    event_loop_factory,
+)
 from mas.ctl.documents import add_document_options, load_wired
 from mas.ctl.session.control import ControlServer
 from mas.ctl.session.exposure import ExposureError, Listeners, bind_listeners
@@ -251,7 +255,8 @@ def handle(args: argparse.Namespace) -> int:
     wired = load_wired(args)
     try:
         check_servable(wired, args.agent)
-        return asyncio.run(serve(wired, args))
+        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+            return runner.run(serve(wired, args))
     except ServeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
