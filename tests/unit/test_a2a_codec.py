@@ -6,14 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from a2a.types import SendMessageRequest
+from a2a.types import Message, Part, Role, SendMessageRequest
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.proto_utils import validate_proto_required_fields
-from google.protobuf.json_format import ParseDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from library_ioa.plugins.a2a.server.codec import has_required_fields, parse_plain_send
+from library_ioa.plugins.a2a.server.codec import (
+    has_required_fields,
+    parse_plain_send,
+    plain_message_dict,
+)
 
 texts = st.text(max_size=12)
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), texts)
@@ -123,3 +127,40 @@ def test_a_missing_required_field_is_reported_by_both() -> None:
     assert request is not None
     assert not has_required_fields(request)
     assert not sdk_valid(request)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "role": roles.filter(lambda r: r not in {"ROLE_NOBODY", ""}),
+            "messageId": texts,
+            "contextId": texts,
+            "taskId": texts,
+            "parts": st.lists(
+                parts.filter(lambda p: isinstance(p.get("text", ""), str)), max_size=3
+            ),
+            "metadata": st.dictionaries(texts, scalars, max_size=2),
+            "extensions": st.lists(texts, max_size=1),
+        },
+    )
+)
+def test_plain_message_dict_is_message_to_dict_or_declines(value: dict[str, Any]) -> None:
+    try:
+        message = ParseDict(value, Message(), ignore_unknown_fields=True)
+    except Exception:
+        return
+    fast = plain_message_dict(message)
+    if fast is not None:
+        expected = MessageToDict(message)
+        assert fast == expected
+        assert list(fast) == list(expected)  # the same key order, so the same bytes
+
+
+def test_the_fast_answer_is_rendered_by_the_plain_dict() -> None:
+    message = Message(role=Role.ROLE_AGENT, message_id="m", context_id="c", task_id="t")
+    message.parts.append(Part(text=""))
+    assert plain_message_dict(message) == MessageToDict(message)
+    message.metadata["k"] = "v"
+    assert plain_message_dict(message) is None

@@ -5,6 +5,8 @@
   else), built directly; ``None`` for anything else, which the caller then reads with
   protobuf's ``ParseDict`` as the SDK does. For the shape it accepts it builds exactly what
   ``ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)`` builds.
+- :func:`plain_message_dict`: ``MessageToDict`` of a ``Message`` holding only ids, a role
+  and text parts (the fast handler's answer), built directly; ``None`` for any other.
 - :func:`has_required_fields`: whether the SDK's ``validate_proto_required_fields`` would
   pass, with the field plan of each message type computed once instead of on every call.
   Only a ``True`` is trusted; on ``False`` the caller runs the SDK's validator, which
@@ -24,7 +26,7 @@ from google.api.field_behavior_pb2 import (  # type: ignore[import-untyped]
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
-__all__ = ["has_required_fields", "parse_plain_send"]
+__all__ = ["has_required_fields", "parse_plain_send", "plain_message_dict"]
 
 _MESSAGE_KEYS = frozenset({"role", "messageId", "contextId", "parts"})
 _ROLES = frozenset(Role.keys())
@@ -60,6 +62,31 @@ def parse_plain_send(params: dict[str, Any]) -> SendMessageRequest | None:
             parts=[Part(text=text) for text in texts],
         )
     )
+
+
+_PLAIN_MESSAGE_FIELDS = frozenset({"message_id", "context_id", "task_id", "role", "parts"})
+_JSON_NAMES = (("message_id", "messageId"), ("context_id", "contextId"), ("task_id", "taskId"))
+
+
+def plain_message_dict(message: Message) -> dict[str, Any] | None:
+    """``MessageToDict(message)`` for a plain message (module docstring), else ``None``."""
+    present = {field.name for field, _ in message.ListFields()}
+    if not present <= _PLAIN_MESSAGE_FIELDS:
+        return None
+    texts = []
+    for part in message.parts:
+        if [field.name for field, _ in part.ListFields()] != ["text"]:
+            return None
+        texts.append(part.text)
+    # MessageToDict's order is the field numbers' (ids, role, parts); unset fields are left out.
+    result: dict[str, Any] = {
+        json_name: getattr(message, name) for name, json_name in _JSON_NAMES if name in present
+    }
+    if "role" in present:
+        result["role"] = Role.Name(message.role)
+    if texts:
+        result["parts"] = [{"text": text} for text in texts]
+    return result
 
 
 @dataclass(frozen=True)

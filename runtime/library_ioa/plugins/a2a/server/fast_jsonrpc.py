@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from library_ioa.plugins.a2a.server.codec import parse_plain_send
+from library_ioa.plugins.a2a.server.codec import parse_plain_send, plain_message_dict
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +109,8 @@ class FastJsonRpcEndpoint:
             answer = await self._handler.on_message_send(send, call_context)
             if isinstance(answer, Task):
                 result = MessageToDict(SendMessageResponse(task=answer))
+            elif (plain := plain_message_dict(answer)) is not None:
+                result = {"message": plain}
             else:
                 result = MessageToDict(SendMessageResponse(message=answer))
             content = JSONRPC20Response(result=result, _id=request_id).data
