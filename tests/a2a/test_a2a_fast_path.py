@@ -227,13 +227,17 @@ async def test_a_message_naming_a_task_goes_the_sdk_way(
     pair: tuple[httpx.AsyncClient, str, str],
 ) -> None:
     http, fast, sdk = pair
+    resumed = []
     for base in (fast, sdk):
         message = {"role": "ROLE_USER", "messageId": "q", "contextId": "c", "parts": []}
         message["parts"] = [{"text": "ask when?"}]
         first = (await http.post(base + "/", content=body(message=message), headers=V1)).json()
         task_id = first["result"]["task"]["id"]
         message = {**message, "messageId": "a", "taskId": task_id, "parts": [{"text": "monday"}]}
-        await http.post(base + "/", content=body(message=message), headers=V1)
+        reply = await http.post(base + "/", content=body(message=message), headers=V1)
+        resumed.append(normalised(reply.json()))
+    assert resumed[0] == resumed[1]
+    assert resumed[0]["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", resumed
     message = {"role": "ROLE_USER", "messageId": "q", "taskId": "nope", "parts": [{"text": "x"}]}
     _, answer = await both(http, fast, sdk, body(message=message))
     assert answer["error"]["code"] == -32001, answer
