@@ -12,7 +12,9 @@ prefix) it serves
 
 all built from the a2a-sdk's route factories, ``DefaultRequestHandler``,
 ``InMemoryTaskStore``, ``InMemoryPushNotificationConfigStore`` and
-``BasePushNotificationSender``. Protocol 1.0 is served, and the 0.3 method names and
+``BasePushNotificationSender``; with ``fast_send`` (the default) a quick blocking send of
+a new task skips the SDK's per-task machinery (``server/fast_handler.py``,
+``server/fast_jsonrpc.py``, the same answers). Protocol 1.0 is served, and the 0.3 method names and
 transports too (``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC
 ``a2a.v1.A2AService``). A request without an ``A2A-Version`` header is read as 0.3.
 
