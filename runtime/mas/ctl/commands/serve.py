@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -216,6 +217,9 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
             metrics_url = f"http://{shown}:{metrics.port}/metrics"
         if not args.no_control:
             control = await _start_control(host, agent)
+        # Everything loaded so far lives as long as the process: keep it out of the
+        # collector's full passes, which otherwise stall every request (docs/performance.md).
+        gc.freeze()
         print(
             ready_line(agent, listeners, metrics_url, control.address if control else None),
             flush=True,
