@@ -11,7 +11,7 @@
 
 Usage (the driver, ``hot_path.py``, starts these)::
 
-    python benchmarks/baselines.py bare PORT [--grpc-port N]
+    python benchmarks/baselines.py bare PORT [--grpc-port N] [--gc-freeze]
     python benchmarks/baselines.py raw PORT
 
 Each prints ``ready`` once it accepts connections.
@@ -209,7 +209,17 @@ def main() -> None:
     parser.add_argument("--grpc-port", type=int, default=None)
     parser.add_argument("--loop", default="auto", help="uvicorn --loop (default auto)")
     parser.add_argument("--http", default="auto", help="uvicorn --http (default auto)")
+    parser.add_argument(
+        "--gc-freeze", action="store_true", help="gc.freeze() before serving, as mas-ctl serve does"
+    )
     args = parser.parse_args()
+    if args.gc_freeze:
+        import gc
+
+        import a2a.server.request_handlers  # noqa: F401  (load what serving loads, then freeze)
+        import starlette.applications  # noqa: F401
+
+        gc.freeze()
     config = uvicorn_config(raw_app, args.port, args.loop, args.http)
     with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
         if args.kind == "raw":

@@ -24,6 +24,7 @@ Measured, alternating the servers round after round so machine noise hits all al
 Usage::
 
     python benchmarks/hot_path.py [--duration 10] [--rounds 3] [--skip-sse] [--skip-grpc]
+                                  [--bare-gc-freeze]
 
 ``wrk`` is the Debian package; when it is missing the script installs it with
 ``apt-get install -y wrk`` if it runs as root, and otherwise says how. Everything is bounded
@@ -403,6 +404,8 @@ async def main(args: argparse.Namespace) -> int:
         serve_argv += ["--agent", "echo", "--no-control"]
         (serve_http, serve_grpc), (bare_http, bare_grpc) = ports["serve"], ports["bare"]
         bare_argv = [*baselines, "bare", str(bare_http), "--grpc-port", str(bare_grpc)]
+        if args.bare_gc_freeze:
+            bare_argv.append("--gc-freeze")
         servers = {
             "serve": await start(
                 "serve", serve_argv, env, "serving echo", http_port=serve_http, grpc_port=serve_grpc
@@ -477,6 +480,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per run (default 10)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--sessions", type=int, default=1000, help="sessions for the memory figure")
+    parser.add_argument(
+        "--bare-gc-freeze",
+        action="store_true",
+        help="give the bare server the gc.freeze() mas-ctl serve does (a stricter baseline)",
+    )
     parser.add_argument("--skip-sse", action="store_true")
     parser.add_argument("--skip-grpc", action="store_true")
     return parser.parse_args(argv)
