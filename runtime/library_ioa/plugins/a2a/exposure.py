@@ -12,7 +12,9 @@ prefix) it serves
 
 all built from the a2a-sdk's route factories, ``DefaultRequestHandler``,
 ``InMemoryTaskStore``, ``InMemoryPushNotificationConfigStore`` and
-``BasePushNotificationSender``. Protocol 1.0 is served, and the 0.3 method names and
+``BasePushNotificationSender``; with ``fast_send`` (the default) a quick blocking send of
+a new task skips the SDK's per-task machinery (``server/fast_handler.py``,
+``server/fast_jsonrpc.py``, the same answers). Protocol 1.0 is served, and the 0.3 method names and
 transports too (``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC
 ``a2a.v1.A2AService``). A request without an ``A2A-Version`` header is read as 0.3.
 
@@ -59,7 +61,8 @@ from library_ioa.plugins.a2a.server.executor import (
     MasLabAgentExecutor,
     TurnMailbox,
 )
-from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
+from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
+from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
@@ -100,6 +103,7 @@ class A2AExposure:
         message_grace: float = DEFAULT_MESSAGE_GRACE,
         drain_timeout: float = 10.0,
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
+        fast_send: bool = True,
     ) -> None:
         self.agent_id = agent_id
         if compat_0_3 is None:
@@ -125,7 +129,9 @@ class A2AExposure:
                 self._push_client, push_store, push_url_validator=push_url_validator
             )
         self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
-        self.handler = CountingRequestHandler(
+        # A blocking send of a new task skips the SDK's per-task machinery when the turn
+        # answers at once (server/fast_handler.py); fast_send=False is the SDK path only.
+        self.handler = FastSendHandler(
             self.executor,
             InMemoryTaskStore(),
             self.card,
@@ -134,6 +140,7 @@ class A2AExposure:
             request_context_builder=self.executor.request_context_builder(),
             push_url_validator=push_url_validator,
             agent_id=agent_id,
+            mailbox=mailbox if fast_send else None,
         )
         routes: list[BaseRoute] = [
             Route("/healthz", self._healthz, methods=["GET"]),
@@ -142,7 +149,7 @@ class A2AExposure:
         if metrics_registries is not None:
             routes.append(metrics_route(metrics_registries))
         routes += create_agent_card_routes(self.card)
-        routes += create_jsonrpc_routes(
+        routes += (create_fast_jsonrpc_routes if fast_send else create_jsonrpc_routes)(
             self.handler,
             "/",
             enable_v0_3_compat=compat_0_3,
