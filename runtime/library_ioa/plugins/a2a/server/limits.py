@@ -210,9 +210,11 @@ class RequestLimits:
         value: Any = None
         try:
             body = await self._read(headers, receive)
-            value = parse_json(body, self.max_depth) if body and kind != "other" else None
             if kind == "rpc":
+                value = parse_json(body, self.max_depth)
                 check_envelope(value)
+            elif kind == "rest" and body:
+                value = parse_json(body, self.max_depth)
         except BadBody as refusal:
             await self._refuse(kind, send, refusal, _request_id(value))
             return
