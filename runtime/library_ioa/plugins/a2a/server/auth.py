@@ -19,7 +19,9 @@ the time taken says nothing about which one nearly matched.
 - The card declares the schemes (:func:`card_security`): one ``securitySchemes`` entry per
   scheme and one ``securityRequirements`` alternative per scheme (any one suffices).
 
-No credential, expected or presented, is ever logged.
+No credential, expected or presented, is ever logged; past the check, the credential
+headers are replaced by ``[redacted]`` (:func:`redact_credentials`) because the SDK logs a
+request's headers at DEBUG.
 """
 
 from __future__ import annotations
@@ -51,6 +53,21 @@ logger = logging.getLogger(__name__)
 DEFAULT_API_KEY_HEADER = "X-API-Key"
 PUBLIC_PATHS = frozenset({AGENT_CARD_WELL_KNOWN_PATH, "/healthz", "/readyz", "/metrics"})
 UNAUTHENTICATED_RPC_CODE = -32600
+
+
+REDACTED = b"[redacted]"
+CREDENTIAL_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie", b"x-api-key"})
+
+
+def redact_credentials(scope: Scope, names: frozenset[bytes] = CREDENTIAL_HEADERS) -> Scope:
+    """``scope`` with the values of the ``names`` headers replaced (the SDK logs headers)."""
+    headers = scope.get("headers", ())
+    if not any(bytes(k).lower() in names for k, _ in headers):
+        return scope
+    return {
+        **scope,
+        "headers": [(k, REDACTED if bytes(k).lower() in names else v) for k, v in headers],
+    }
 
 
 class AuthConfigError(ValueError):
@@ -190,6 +207,7 @@ class HttpAuth:
         self.authenticator = authenticator
         self.rpc_path = rpc_path
         self.public_paths = frozenset(public_paths)
+        self.redact = CREDENTIAL_HEADERS | {h.encode() for h in authenticator.headers}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path", "") in self.public_paths:
@@ -202,7 +220,7 @@ class HttpAuth:
             if bytes(k).lower().decode("latin-1") in wanted
         }
         if self.authenticator.accepts(presented):
-            await self.app(scope, receive, send)
+            await self.app(redact_credentials(scope, self.redact), receive, send)
             return
         await self._refuse(scope, receive, send, missing=not presented)
 

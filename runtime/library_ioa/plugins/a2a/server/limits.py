@@ -17,6 +17,8 @@ with a body it
   400 (InvalidRequestError), in the SDK's REST error shape (``{"error": {code, status,
   message, details}}``).
 
+Credential headers (``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``X-API-Key``)
+reach the SDK as ``[redacted]``: it logs every request's headers at DEBUG.
 Everything else (methods, params, versions) stays the SDK's to answer. The SDK logs a
 traceback for a request whose params do not parse; :func:`quiet_sdk_parse_errors` turns
 those records into one line, since a client's bad input is not a server fault.
@@ -39,6 +41,7 @@ from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import A2AError, ContentTypeNotSupportedError, InvalidRequestError
 
 from library_ioa.plugins.a2a.corrections import ASGIApp, Message, Receive, Scope, Send
+from library_ioa.plugins.a2a.server.auth import redact_credentials
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +190,11 @@ class RequestLimits:
         return "other"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") not in BODY_METHODS:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        scope = redact_credentials(scope)  # the SDK logs request headers at DEBUG
+        if scope.get("method") not in BODY_METHODS:
             await self.app(scope, receive, send)
             return
         kind = self._kind(scope)
