@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -47,3 +47,36 @@ async def _no_leaked_tasks() -> AsyncIterator[None]:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"leaked asyncio tasks: {[t.get_name() for t in leaked]}")
+
+
+@pytest.fixture
+def operator_api(control_plane: Any, envtest_namespace: str) -> Any:
+    """Clients of the real kube-apiserver, in the test's namespace (CRD installed)."""
+    from tests.operator.operator_support import Api, crd_document
+
+    control_plane.apply_yaml(crd_document())
+    return Api(control_plane.api_client(), envtest_namespace)
+
+
+@pytest.fixture
+def running_operator(
+    control_plane: Any, operator_api: Any, envtest_namespace: str
+) -> Iterator[Any]:
+    """``mas-operator run`` (in a thread) watching the test's namespace."""
+    from tests.operator.operator_support import RunningOperator
+
+    from mas_operator.runner import OperatorOptions
+
+    options = OperatorOptions(
+        namespaces=(envtest_namespace,),
+        kubeconfig=str(control_plane.kubeconfig_path),
+        resync=5.0,
+        lease_namespace=envtest_namespace,
+        identity=f"sec-{secrets.token_hex(3)}",
+        lease_duration=4.0,
+        lease_renew=1.0,
+    )
+    operator = RunningOperator(options).start()
+    yield operator
+    if operator.alive:
+        operator.stop()

@@ -71,3 +71,42 @@ def echo_endpoint(**a2a: Any) -> dict[str, Any]:
     """A deployed endpoint on a free loopback port (with a gRPC port)."""
     a2a.setdefault("grpc_port", free_port())
     return {"url": f"http://127.0.0.1:{free_port()}", "usage": "deploy", "a2a": a2a}
+
+
+AUTH_REF = SecretKeyRef(name="front-auth", key="token")
+HEADER_REF = SecretKeyRef(name="back-token", key="token")
+ENV_REF = SecretKeyRef(name="model-key", key="api-key")
+
+
+def secured_app() -> dict[str, Any]:
+    """Two deployed agents: inbound auth, a Secret header to the peer, a Secret env var."""
+    return {
+        "apiVersion": "infra.maslab.io/v1",
+        "kind": "Application",
+        "metadata": {"name": "desk", "namespace": "team-a"},
+        "spec": {
+            "agency": {
+                "entry": "front",
+                "agents": {"front": {"spec": {"delegates_to": ["back"]}}, "back": {}},
+            },
+            "endpoints": {
+                "front": {
+                    "usage": "deploy",
+                    "a2a": {
+                        "grpc_port": 9000,
+                        "auth": {
+                            "schemes": [
+                                {"type": "bearer", "secret_key_ref": AUTH_REF.model_dump()},
+                                {"type": "api_key", "value_env": "FRONT_KEY"},
+                            ]
+                        },
+                    },
+                },
+                "back": {
+                    "usage": "use-and-deploy",
+                    "headers": {"Authorization": {"secret_key_ref": HEADER_REF.model_dump()}},
+                },
+            },
+            "runtime": {"env": [{"name": "FRONT_KEY", "secret_key_ref": ENV_REF.model_dump()}]},
+        },
+    }

@@ -7,51 +7,13 @@ from typing import Any
 
 import pytest
 import yaml
+from security_support import AUTH_REF, ENV_REF, HEADER_REF, secured_app
 
-from mas.infra.models import SecretKeyRef
 from mas.infra.secrets import secret_env_name
 from mas_operator.cli import main as operator_main
 from mas_operator.names import METRICS_PORT
 
 pytestmark = [pytest.mark.timeout(30)]
-
-AUTH_REF = SecretKeyRef(name="front-auth", key="token")
-HEADER_REF = SecretKeyRef(name="back-token", key="token")
-ENV_REF = SecretKeyRef(name="model-key", key="api-key")
-
-
-def secured_app() -> dict[str, Any]:
-    """Two deployed agents: inbound auth, a Secret header to the peer, a Secret env var."""
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "desk", "namespace": "team-a"},
-        "spec": {
-            "agency": {
-                "entry": "front",
-                "agents": {"front": {"spec": {"delegates_to": ["back"]}}, "back": {}},
-            },
-            "endpoints": {
-                "front": {
-                    "usage": "deploy",
-                    "a2a": {
-                        "grpc_port": 9000,
-                        "auth": {
-                            "schemes": [
-                                {"type": "bearer", "secret_key_ref": AUTH_REF.model_dump()},
-                                {"type": "api_key", "value_env": "FRONT_KEY"},
-                            ]
-                        },
-                    },
-                },
-                "back": {
-                    "usage": "use-and-deploy",
-                    "headers": {"Authorization": {"secret_key_ref": HEADER_REF.model_dump()}},
-                },
-            },
-            "runtime": {"env": [{"name": "FRONT_KEY", "secret_key_ref": ENV_REF.model_dump()}]},
-        },
-    }
 
 
 @pytest.fixture
