@@ -207,18 +207,19 @@ class HttpAuth:
         self.authenticator = authenticator
         self.rpc_path = rpc_path
         self.public_paths = frozenset(public_paths)
-        self.redact = CREDENTIAL_HEADERS | {h.encode() for h in authenticator.headers}
+        self._wanted = {h.encode("latin-1"): h for h in authenticator.headers}
+        self.redact = CREDENTIAL_HEADERS | frozenset(self._wanted)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path", "") in self.public_paths:
             await self.app(scope, receive, send)
             return
-        wanted = self.authenticator.headers
-        presented = {
-            bytes(k).lower().decode("latin-1"): bytes(v)
-            for k, v in scope.get("headers", ())
-            if bytes(k).lower().decode("latin-1") in wanted
-        }
+        wanted = self._wanted
+        presented: dict[str, bytes] = {}
+        for key, value in scope.get("headers", ()):
+            name = wanted.get(bytes(key).lower())
+            if name is not None:
+                presented[name] = bytes(value)
         if self.authenticator.accepts(presented):
             await self.app(redact_credentials(scope, self.redact), receive, send)
             return
