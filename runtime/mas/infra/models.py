@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 API_GROUP = "infra.maslab.io"
 API_VERSION = "v1"
@@ -212,7 +212,11 @@ class AuthScheme(Model):
                 {
                     "rule": "has(self.secret_key_ref) != has(self.value_env)",
                     "message": "set exactly one of secret_key_ref or value_env",
-                }
+                },
+                {
+                    "rule": "!has(self.name) || self.type == 'api_key'",
+                    "message": "name is only for type api_key (the header)",
+                },
             ]
         }
     )
@@ -229,6 +233,14 @@ class AuthScheme(Model):
     value_env: EnvName | None = Field(
         default=None, description="Read the expected credential from this environment variable."
     )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AuthScheme:
+        if (self.secret_key_ref is None) == (self.value_env is None):
+            raise ValueError("set exactly one of secret_key_ref or value_env")
+        if self.name is not None and self.type != "api_key":
+            raise ValueError(f"name {self.name!r} is only for type api_key (the header)")
+        return self
 
 
 class A2AAuth(Model):
