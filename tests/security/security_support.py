@@ -110,3 +110,16 @@ def secured_app() -> dict[str, Any]:
             "runtime": {"env": [{"name": "FRONT_KEY", "secret_key_ref": ENV_REF.model_dump()}]},
         },
     }
+
+
+def document(a2a: dict[str, Any]) -> dict[str, Any]:
+    """A one-agent Application whose deployed endpoint has these ``a2a`` options."""
+    return {
+        "apiVersion": "infra.maslab.io/v1",
+        "kind": "Application",
+        "metadata": {"name": "x"},
+        "spec": {
+            "agency": {"agents": {"a": {}}},
+            "endpoints": {"a": {"url": "http://127.0.0.1:8000", "usage": "deploy", "a2a": a2a}},
+        },
+    }

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from test_security_documents import document
+from security_support import document
 from tests.conftest import REPO
 from tests.envtest.controlplane import ControlPlane
 

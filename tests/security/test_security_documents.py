@@ -7,22 +7,11 @@ from typing import Any
 
 import pytest
 import yaml
+from security_support import document
 
 from mas.ctl.cli import main
 
 pytestmark = [pytest.mark.timeout(30)]
-
-
-def document(a2a: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "x"},
-        "spec": {
-            "agency": {"agents": {"a": {}}},
-            "endpoints": {"a": {"url": "http://127.0.0.1:8000", "usage": "deploy", "a2a": a2a}},
-        },
-    }
 
 
 @pytest.mark.parametrize(
