@@ -144,6 +144,8 @@ def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> A
         peer = _model_peer(model.params, model.type)
         if peer is not None:
             peers.append(peer)
+    if endpoint.a2a.auth is not None:  # inbound credentials, read by the runtime at start
+        secrets += [s.secret_key_ref for s in endpoint.a2a.auth.schemes if s.secret_key_ref]
     unique_secrets = {(ref.name, ref.key): ref for ref in secrets}
     return AgentPlan(
         agent=agent,

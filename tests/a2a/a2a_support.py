@@ -137,7 +137,8 @@ class Served:
 
 
 def endpoint_for(port: int, grpc_port: int | None = None, **caps: bool) -> Endpoint:
-    a2a: dict[str, Any] = {"capabilities": caps}
+    # the tests' push receivers listen on loopback, which the default a2a.push policy refuses
+    a2a: dict[str, Any] = {"capabilities": caps, "push": {"allow_private": True}}
     if grpc_port is not None:
         a2a["grpc_port"] = grpc_port
     return Endpoint(url=f"http://127.0.0.1:{port}", usage="deploy", a2a=a2a)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 API_GROUP = "infra.maslab.io"
 API_VERSION = "v1"
@@ -195,6 +195,75 @@ class A2ACapabilities(Model):
     extendedAgentCard: bool = Field(default=False, description="An authenticated extended card.")
 
 
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+EnvName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=253, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
+    Field(description="An environment variable name."),
+]
+
+
+class AuthScheme(Model):
+    """One accepted inbound credential: a bearer token or an API key in a header."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.secret_key_ref) != has(self.value_env)",
+                    "message": "set exactly one of secret_key_ref or value_env",
+                },
+                {
+                    "rule": "!has(self.name) || self.type == 'api_key'",
+                    "message": "name is only for type api_key (the header)",
+                },
+            ]
+        }
+    )
+
+    type: Literal["bearer", "api_key"] = Field(
+        description="bearer: 'Authorization: Bearer <token>'; api_key: the key in header 'name'."
+    )
+    name: HeaderName | None = Field(
+        default=None, description="The header of an api_key scheme (default X-API-Key)."
+    )
+    secret_key_ref: SecretKeyRef | None = Field(
+        default=None, description="Read the expected credential from a Secret key."
+    )
+    value_env: EnvName | None = Field(
+        default=None, description="Read the expected credential from this environment variable."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AuthScheme:
+        if (self.secret_key_ref is None) == (self.value_env is None):
+            raise ValueError("set exactly one of secret_key_ref or value_env")
+        if self.name is not None and self.type != "api_key":
+            raise ValueError(f"name {self.name!r} is only for type api_key (the header)")
+        return self
+
+
+class A2AAuth(Model):
+    """Inbound authentication: a request must present one of the schemes."""
+
+    schemes: list[AuthScheme] = Field(min_length=1, max_length=10)
+
+
+class PushPolicy(Model):
+    """Which push-notification URLs the server accepts and calls (SSRF screening)."""
+
+    allow_private: bool = Field(
+        default=False,
+        description="Accept loopback, private, link-local and metadata addresses.",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_LIST,
+        description="Hosts (names or addresses) accepted even when they resolve to a "
+        "non-public address.",
+    )
+
+
 class A2AOptions(Model):
     """A2A-specific options of an endpoint."""
 
@@ -213,6 +282,16 @@ class A2AOptions(Model):
         description="Advertised gRPC address (host:port); defaults to the url's host and "
         "grpc_port.",
     )
+    max_body_bytes: int = Field(
+        default=DEFAULT_MAX_BODY_BYTES,
+        ge=1024,
+        le=64 * 1024 * 1024,
+        description="Largest request body (HTTP) or message (gRPC) accepted, in bytes.",
+    )
+    auth: A2AAuth | None = Field(
+        default=None, description="Inbound authentication (the card stays public)."
+    )
+    push: PushPolicy = Field(default_factory=PushPolicy)
 
 
 class Endpoint(Model):

@@ -18,9 +18,13 @@ a new task skips the SDK's per-task machinery (``server/fast_handler.py``,
 transports too (``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC
 ``a2a.v1.A2AService``). A request without an ``A2A-Version`` header is read as 0.3.
 
-Push-notification URLs are accepted as given unless ``push_url_validator`` screens them
-(``a2a.utils.push_url_validator.validate_push_notification_url`` refuses private,
-loopback and link-local addresses; ``mas-ctl serve --public-push-urls-only`` uses it).
+Push-notification URLs are screened by the endpoint's ``a2a.push`` policy
+(:class:`~library_ioa.plugins.a2a.server.push.PushUrlPolicy`: public addresses only unless
+``allow_private`` or ``allowed_hosts``); a ``push_url_validator`` given here replaces it
+(``mas-ctl serve --public-push-urls-only`` passes the SDK's strict validator). Bodies pass
+:class:`~library_ioa.plugins.a2a.server.limits.RequestLimits` (``a2a.max_body_bytes``), and
+with ``a2a.auth`` every transport but the card requires a credential (``server/auth.py``).
+See ``docs/security.md``.
 
 The bind host is distinct from the advertised URL: in a pod the URL is the Service DNS
 name and the bind is ``0.0.0.0``. Usage::
@@ -56,6 +60,12 @@ from starlette.routing import BaseRoute, Route
 
 from library_ioa.plugins.a2a.agentcard import REST_PATH, agent_card_from_manifest, grpc_target
 from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
+from library_ioa.plugins.a2a.server.auth import (
+    Authenticator,
+    GrpcAuth,
+    HttpAuth,
+    resolve_credentials,
+)
 from library_ioa.plugins.a2a.server.executor import (
     DEFAULT_MESSAGE_GRACE,
     MasLabAgentExecutor,
@@ -63,8 +73,10 @@ from library_ioa.plugins.a2a.server.executor import (
 )
 from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
 from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
+from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
+from library_ioa.plugins.a2a.server.push import PushUrlPolicy
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint
 
@@ -120,6 +132,10 @@ class A2AExposure:
         self._ready = ready
         self._accepting = False
         self._push_client: httpx.AsyncClient | None = None
+        if push_url_validator is None:  # the endpoint's a2a.push policy (security.md)
+            push_url_validator = PushUrlPolicy.from_options(endpoint.a2a.push)
+        auth = endpoint.a2a.auth
+        authenticator = Authenticator(resolve_credentials(agent_id, auth)) if auth else None
         push_store = None
         push_sender = None
         if endpoint.a2a.capabilities.pushNotifications:
@@ -165,7 +181,10 @@ class A2AExposure:
         self.app.router.redirect_slashes = False  # /metrics must not redirect into /{tenant}/
         # Where the SDK's wire behaviour departs from the protocol, corrections.py mends it
         # (REST content type, JSON-RPC content-type error, card caching headers).
-        corrected = HttpCorrections(self.app, rpc_path="/", rest_prefix=REST_PATH)
+        limited = RequestLimits(self.app, max_body_bytes=endpoint.a2a.max_body_bytes)
+        corrected: Any = HttpCorrections(limited, rpc_path="/", rest_prefix=REST_PATH)
+        if authenticator is not None:  # outermost: no body is read before authentication
+            corrected = HttpAuth(corrected, authenticator)
         self._http = HttpListener(
             corrected, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
         )
@@ -182,8 +201,15 @@ class A2AExposure:
                     )
                 )
             grpc_port = parse_grpc_address(self._grpc_address).port
+            interceptors: list[Any] = [GrpcVersionCheck()]
+            if authenticator is not None:
+                interceptors.insert(0, GrpcAuth(authenticator))
             self._grpc = GrpcListener(
-                self._grpc_bind_host, grpc_port, servicers, interceptors=[GrpcVersionCheck()]
+                self._grpc_bind_host,
+                grpc_port,
+                servicers,
+                interceptors=interceptors,
+                options=grpc_options(endpoint.a2a.max_body_bytes),
             )
 
     @property

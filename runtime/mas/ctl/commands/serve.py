@@ -14,6 +14,8 @@
 - Advertises a control endpoint in the control directory unless ``--no-control``.
 - ``/metrics`` (runtime and A2A metrics) on ``--metrics-port`` (a separate listener, kept
   off the public Service), else on the A2A port.
+- Push-notification URLs follow the endpoint's ``a2a.push`` policy (``docs/security.md``);
+  ``--public-push-urls-only`` overrides it with the SDK's strict public-only validator.
 - Prints one line when ready. SIGTERM or SIGINT: stop accepting, drain the in-flight turns
   for at most ``--drain-timeout`` seconds, exit 0.
 
@@ -98,7 +100,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--public-push-urls-only",
         action="store_true",
-        help="refuse push-notification URLs on private, loopback or link-local addresses",
+        help="refuse push-notification URLs on non-public addresses, overriding the "
+        "endpoint's a2a.push (allow_private, allowed_hosts)",
     )
     parser.set_defaults(handler=handle)
 

@@ -144,11 +144,13 @@ class GrpcListener:
         port: int,
         servicers: list[tuple[Any, Any]],
         interceptors: Sequence[Any] = (),
+        options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         self.host = host
         self.requested_port = port
         self._servicers = servicers
         self._interceptors = list(interceptors)
+        self._options = list(options)
         self._server: grpc.aio.Server | None = None
         self.port = 0
 
@@ -158,7 +160,8 @@ class GrpcListener:
             # A clear error before grpc's C core logs its own lines about a taken port.
             bind_socket(self.host, self.requested_port).close()
         server = grpc.aio.server(
-            options=[("grpc.so_reuseport", 0)], interceptors=self._interceptors or None
+            options=[("grpc.so_reuseport", 0), *self._options],
+            interceptors=self._interceptors or None,
         )
         for servicer, add in self._servicers:
             add(servicer, server)

@@ -1,0 +1,309 @@
+"""Inbound authentication of an A2A endpoint (``a2a.auth``): bearer tokens and API keys.
+
+The expected credentials are read at start-up from the environment: a ``secret_key_ref``
+from the variable :func:`mas.infra.secrets.secret_env_name` names (the operator maps the
+Secret key to it), a ``value_env`` from that variable (for local runs). A missing or empty
+variable is an :class:`AuthConfigError` naming the field and the variable, never a value.
+
+A request is authenticated when it presents any one scheme: ``Authorization: Bearer <token>``
+for ``bearer``, the header ``name`` (default ``X-API-Key``) for ``api_key``. Every
+comparison is constant-time (:func:`hmac.compare_digest`) and every scheme is compared, so
+the time taken says nothing about which one nearly matched.
+
+- HTTP (:class:`HttpAuth`, ASGI middleware): everything but the public card, ``/healthz``,
+  ``/readyz`` and ``/metrics`` requires a credential; a refusal is HTTP 401 with a
+  ``WWW-Authenticate`` challenge and the transport's error body (JSON-RPC -32600 at the RPC
+  path, the REST error shape with status ``UNAUTHENTICATED`` elsewhere).
+- gRPC (:class:`GrpcAuth`, a server interceptor): the same check on the call metadata;
+  a refusal is ``UNAUTHENTICATED``.
+- The card declares the schemes (:func:`card_security`): one ``securitySchemes`` entry per
+  scheme and one ``securityRequirements`` alternative per scheme (any one suffices).
+
+No credential, expected or presented, is ever logged; past the check, the credential
+headers are replaced by ``[redacted]`` (:func:`redact_credentials`) because the SDK logs a
+request's headers at DEBUG.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from a2a.types import (
+    APIKeySecurityScheme,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+
+from library_ioa.plugins.a2a.corrections import ASGIApp, Receive, Scope, Send
+from mas.infra.models import A2AAuth, AuthScheme
+from mas.infra.secrets import secret_env_name
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_API_KEY_HEADER = "X-API-Key"
+PUBLIC_PATHS = frozenset({AGENT_CARD_WELL_KNOWN_PATH, "/healthz", "/readyz", "/metrics"})
+UNAUTHENTICATED_RPC_CODE = -32600
+
+
+REDACTED = b"[redacted]"
+CREDENTIAL_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie", b"x-api-key"})
+
+
+def redact_credentials(scope: Scope, names: frozenset[bytes] = CREDENTIAL_HEADERS) -> Scope:
+    """``scope`` with the values of the ``names`` headers replaced (the SDK logs headers)."""
+    headers = scope.get("headers", ())
+    if not any(bytes(k).lower() in names for k, _ in headers):
+        return scope
+    return {
+        **scope,
+        "headers": [(k, REDACTED if bytes(k).lower() in names else v) for k, v in headers],
+    }
+
+
+class AuthConfigError(ValueError):
+    """The auth configuration cannot be resolved; the message names field and variable."""
+
+
+@dataclass(frozen=True)
+class Credential:
+    """One accepted credential: ``header`` (lowercase) must carry ``prefix + secret``."""
+
+    scheme_id: str
+    kind: str
+    header: str
+    prefix: bytes
+    secret: bytes
+
+    def __repr__(self) -> str:  # never show the secret
+        return f"Credential({self.scheme_id!r}, header={self.header!r})"
+
+
+def scheme_ids(auth: A2AAuth) -> list[str]:
+    """Each scheme's name on the card: ``bearer``, ``apiKey``, numbered when repeated."""
+    seen: dict[str, int] = {}
+    out = []
+    for scheme in auth.schemes:
+        base = "bearer" if scheme.type == "bearer" else "apiKey"
+        seen[base] = seen.get(base, 0) + 1
+        out.append(base if seen[base] == 1 else f"{base}{seen[base]}")
+    return out
+
+
+def _source(agent_id: str, index: int, scheme: AuthScheme) -> tuple[str, str]:
+    field = f"spec.endpoints.{agent_id}.a2a.auth.schemes[{index}]"
+    if scheme.secret_key_ref is not None:
+        ref = scheme.secret_key_ref
+        return (
+            secret_env_name(ref),
+            f"{field}.secret_key_ref: reads Secret {ref.name!r} key {ref.key!r} from the "
+            f"environment variable {secret_env_name(ref)}",
+        )
+    if scheme.value_env is not None:
+        return scheme.value_env, f"{field}.value_env: reads the variable {scheme.value_env}"
+    raise AuthConfigError(f"{field}: set exactly one of secret_key_ref or value_env")
+
+
+def resolve_credentials(
+    agent_id: str, auth: A2AAuth, env: Mapping[str, str] | None = None
+) -> list[Credential]:
+    """The expected credentials of ``auth``, read from ``env`` (default ``os.environ``)."""
+    env = os.environ if env is None else env
+    out: list[Credential] = []
+    ids = scheme_ids(auth)
+    for index, scheme in enumerate(auth.schemes):
+        variable, where = _source(agent_id, index, scheme)
+        value = env.get(variable, "")
+        if not value:
+            raise AuthConfigError(
+                f"{where}, which is not set or empty (the operator sets it in the pod; "
+                "locally, export it)"
+            )
+        if scheme.type == "bearer":
+            credential = Credential(
+                ids[index], "bearer", "authorization", b"bearer ", value.encode()
+            )
+        else:
+            header = (scheme.name or DEFAULT_API_KEY_HEADER).lower()
+            credential = Credential(ids[index], "api_key", header, b"", value.encode())
+        out.append(credential)
+    return out
+
+
+def card_security(auth: A2AAuth) -> tuple[dict[str, SecurityScheme], list[SecurityRequirement]]:
+    """The card's ``securitySchemes`` and ``securityRequirements`` (any one scheme suffices)."""
+    schemes: dict[str, SecurityScheme] = {}
+    requirements: list[SecurityRequirement] = []
+    for name, scheme in zip(scheme_ids(auth), auth.schemes, strict=True):
+        if scheme.type == "bearer":
+            schemes[name] = SecurityScheme(
+                http_auth_security_scheme=HTTPAuthSecurityScheme(
+                    scheme="Bearer", description="A bearer token in the Authorization header."
+                )
+            )
+        else:
+            schemes[name] = SecurityScheme(
+                api_key_security_scheme=APIKeySecurityScheme(
+                    location="header",
+                    name=scheme.name or DEFAULT_API_KEY_HEADER,
+                    description="An API key in a request header.",
+                )
+            )
+        requirements.append(SecurityRequirement(schemes={name: StringList()}))
+    return schemes, requirements
+
+
+class Authenticator:
+    """Checks presented headers against the expected credentials, in constant time."""
+
+    def __init__(self, credentials: Sequence[Credential]) -> None:
+        if not credentials:
+            raise AuthConfigError("an authenticator needs at least one credential")
+        self.credentials = tuple(credentials)
+        self.headers = frozenset(c.header for c in credentials)
+        self.challenge = (
+            'Bearer realm="a2a"'
+            if any(c.kind == "bearer" for c in credentials)
+            else f'ApiKey header="{credentials[0].header}"'
+        )
+
+    def accepts(self, presented: Mapping[str, bytes]) -> bool:
+        """Whether any credential matches (``presented``: lowercase header -> raw value)."""
+        matched = False
+        for credential in self.credentials:
+            value = presented.get(credential.header, b"")
+            if credential.prefix:
+                head, body = value[: len(credential.prefix)], value[len(credential.prefix) :]
+                ok = head.lower() == credential.prefix and hmac.compare_digest(
+                    body.strip(), credential.secret
+                )
+            else:
+                ok = hmac.compare_digest(value.strip(), credential.secret)
+            matched |= ok
+        return matched
+
+
+class HttpAuth:
+    """ASGI middleware: a request outside :data:`PUBLIC_PATHS` must authenticate."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticator: Authenticator,
+        *,
+        rpc_path: str = "/",
+        public_paths: Iterable[str] = PUBLIC_PATHS,
+    ) -> None:
+        self.app = app
+        self.authenticator = authenticator
+        self.rpc_path = rpc_path
+        self.public_paths = frozenset(public_paths)
+        self._wanted = {h.encode("latin-1"): h for h in authenticator.headers}
+        self.redact = CREDENTIAL_HEADERS | frozenset(self._wanted)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path", "") in self.public_paths:
+            await self.app(scope, receive, send)
+            return
+        wanted = self._wanted
+        presented: dict[str, bytes] = {}
+        for key, value in scope.get("headers", ()):
+            name = wanted.get(bytes(key).lower())
+            if name is not None:
+                presented[name] = bytes(value)
+        if self.authenticator.accepts(presented):
+            await self.app(redact_credentials(scope, self.redact), receive, send)
+            return
+        await self._refuse(scope, receive, send, missing=not presented)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, *, missing: bool) -> None:
+        reason = "missing credentials" if missing else "invalid credentials"
+        path = scope.get("path", "")
+        logger.info("A2A request to %s refused: %s", path, reason)
+        message = f"authentication required ({reason}); see the card's securitySchemes"
+        payload: dict[str, Any]
+        if path == self.rpc_path:
+            payload = {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": UNAUTHENTICATED_RPC_CODE, "message": message},
+            }
+        else:
+            payload = {
+                "error": {
+                    "code": 401,
+                    "status": "UNAUTHENTICATED",
+                    "message": message,
+                    "details": [
+                        {
+                            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                            "reason": "UNAUTHENTICATED",
+                            "domain": "a2a-protocol.org",
+                            "metadata": {},
+                        }
+                    ],
+                }
+            }
+        body = json.dumps(payload).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", self.authenticator.challenge.encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+class GrpcAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """A gRPC server interceptor: every call must authenticate in its metadata."""
+
+    def __init__(self, authenticator: Authenticator) -> None:
+        self.authenticator = authenticator
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[Any], Awaitable[Any]],
+        handler_call_details: Any,
+    ) -> Any:
+        handler = await continuation(handler_call_details)
+        wanted = self.authenticator.headers
+        presented: dict[str, bytes] = {}
+        for key, value in handler_call_details.invocation_metadata or ():
+            if key.lower() in wanted:
+                presented[key.lower()] = value.encode() if isinstance(value, str) else value
+        if handler is None or self.authenticator.accepts(presented):
+            return handler
+        reason = "missing credentials" if not presented else "invalid credentials"
+        logger.info("A2A gRPC call %s refused: %s", handler_call_details.method, reason)
+        return _refusal(handler, f"authentication required ({reason})")
+
+
+def _refusal(handler: Any, message: str) -> Any:
+    async def unary(request: Any, context: Any) -> Any:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+    async def streaming(request: Any, context: Any) -> Any:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        yield  # pragma: no cover - abort raises
+
+    kw = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(streaming, **kw)
+    return grpc.unary_unary_rpc_method_handler(unary, **kw)

@@ -1,0 +1,126 @@
+"""The control endpoint: loopback only, and nothing happens without its token."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import socket
+from pathlib import Path
+
+import pytest
+
+from mas.ctl.session.control import ControlClient, ControlServer, list_endpoints
+from mas.runtime.boundary.control import ControlContract, SteerMode, SteerReceipt
+
+pytestmark = [pytest.mark.timeout(30), pytest.mark.integration]
+
+STEP = 10.0
+
+
+class Recorder(ControlContract):
+    """A control contract that records what reached it (the server under test is real)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    async def steer(self, session_id: str, text: str, mode: SteerMode) -> SteerReceipt:
+        self.calls.append(("steer", session_id))
+        raise NotImplementedError  # never reached in these tests
+
+    async def cancel_inflight(self, session_id: str) -> bool:
+        self.calls.append(("cancel", session_id))
+        return True
+
+
+async def exchange(address: str, *lines: bytes) -> list[bytes]:
+    """Send each line on one connection; the reply lines (b'' once the server hung up)."""
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    replies = []
+    try:
+        for line in lines:
+            writer.write(line)
+            await writer.drain()
+            async with asyncio.timeout(STEP):
+                replies.append(await reader.readline())
+    except ConnectionError:
+        replies.append(b"")
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+    return replies
+
+
+@pytest.fixture
+def control_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "control"
+    monkeypatch.setenv("MAS_CONTROL_DIR", str(path))
+    return path
+
+
+@pytest.mark.parametrize("token", [None, "", "guess", 42], ids=["missing", "empty", "wrong", "int"])
+async def test_no_operation_runs_without_the_token_and_the_connection_closes(
+    control_dir: Path, token: object
+) -> None:
+    recorder = Recorder()
+    async with ControlServer({"agent": recorder}) as server:
+        request: dict[str, object] = {"op": "cancel", "agent": "agent", "session": "s1"}
+        if token is not None:
+            request["token"] = token
+        line = json.dumps(request).encode() + b"\n"
+        first, second = await exchange(server.address, line, line)
+        assert json.loads(first) == {"ok": False, "error": "invalid or missing token"}
+        assert second == b""  # hung up after the refusal
+        assert recorder.calls == []
+        good = {**request, "token": server.token}
+        [ok] = await exchange(server.address, json.dumps(good).encode() + b"\n")
+        assert json.loads(ok) == {"ok": True, "canceled": True}
+        assert recorder.calls == [("cancel", "s1")]
+
+
+async def test_a_token_of_another_server_is_refused(control_dir: Path) -> None:
+    async with (
+        ControlServer({"one": Recorder()}) as one,
+        ControlServer({"two": Recorder()}, directory=control_dir / "other") as two,
+    ):
+        assert one.token != two.token
+        request = {"op": "ping", "token": two.token}
+        [reply] = await exchange(one.address, json.dumps(request).encode() + b"\n")
+        assert json.loads(reply)["ok"] is False
+
+
+def non_loopback_address() -> str | None:
+    """This machine's primary non-loopback address (no packet is sent), if it has one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: routing only, nothing sent
+        except OSError:
+            return None
+        address = str(probe.getsockname()[0])
+    return None if address.startswith("127.") else address
+
+
+async def test_it_listens_on_loopback_only(
+    control_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    assert "host" not in inspect.signature(ControlServer).parameters  # no way to ask for another
+    async with ControlServer({"agent": Recorder()}) as server:
+        assert server._server is not None
+        bound = [s.getsockname()[0] for s in server._server.sockets]
+        assert bound == ["127.0.0.1"]
+        [advertised] = list_endpoints(control_dir)
+        assert advertised.address.startswith("tcp://127.0.0.1:")
+        assert (await ControlClient(advertised).ping())["ok"] is True
+        other = non_loopback_address()
+        if other is not None:
+            port = int(server.address.rsplit(":", 1)[1])
+            with pytest.raises(OSError):
+                async with asyncio.timeout(STEP):
+                    await asyncio.open_connection(other, port)
+        token = server.token
+    assert token not in caplog.text  # the token lives in the 0600 file only
