@@ -1,0 +1,85 @@
+"""Support of the durable tests: agents served in-process on a task store, and clients.
+
+Built on the A2A tests' helpers (the scripted runner, the official SDK client); everything
+is real: the a2a-sdk server stack on uvicorn, SQLite files and a PostgreSQL server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from a2a.client import Client
+from a2a.types import GetTaskRequest, ListTasksRequest, Task
+from tests.a2a.a2a_support import STEP, ScriptRunner, Served, free_port
+
+from library_ioa.plugins.a2a.exposure import A2AExposure
+from library_ioa.plugins.a2a.server.stores import build_task_stores
+from mas.ctl.session.mailbox import SessionTurnMailbox
+from mas.infra.models import AgentManifest, Endpoint, TaskStoreOptions
+
+__all__ = ["STEP", "get_task", "list_tasks", "serve_on_store", "sql_endpoint"]
+
+
+def sql_endpoint(port: int, url: str, **caps: bool) -> Endpoint:
+    return Endpoint(
+        url=f"http://127.0.0.1:{port}",
+        usage="deploy",
+        a2a={"capabilities": caps, "task_store": {"type": "sql", "url": url}},
+    )
+
+
+@contextlib.asynccontextmanager
+async def serve_on_store(
+    url: str,
+    *,
+    runner: ScriptRunner | None = None,
+    port: int | None = None,
+    heartbeat: float = 5.0,
+    lease: float = 20.0,
+    env: dict[str, str] | None = None,
+    options: dict[str, Any] | None = None,
+    **caps: bool,
+) -> AsyncIterator[Served]:
+    """One scripted agent on ``url``'s task store (one replica when several share it)."""
+    runner = runner or ScriptRunner()
+    mailbox = SessionTurnMailbox(runner)
+    port = port or free_port()
+    endpoint = sql_endpoint(port, url, **caps)
+    store_options = TaskStoreOptions.model_validate(options or {"type": "sql", "url": url})
+    stores = build_task_stores(
+        "scripted",
+        store_options,
+        push=endpoint.a2a.capabilities.pushNotifications,
+        env=env or {},
+        heartbeat=heartbeat,
+        lease=lease,
+        event_poll=0.05,
+    )
+    exposure = A2AExposure(
+        agent_id="scripted",
+        manifest=AgentManifest(),
+        endpoint=endpoint,
+        mailbox=mailbox,
+        drain_timeout=2.0,
+        message_grace=0.0,  # always a task: these tests are about tasks
+        task_stores=stores,
+    )
+    await exposure.start()
+    try:
+        yield Served(exposure, runner, mailbox, exposure.url)
+    finally:
+        for gate in list(runner.gates.values()):
+            gate.set()
+        await exposure.aclose()
+        await mailbox.aclose()
+
+
+async def get_task(client: Client, task_id: str) -> Task:
+    return await client.get_task(GetTaskRequest(id=task_id))
+
+
+async def list_tasks(client: Client) -> list[Task]:
+    request = ListTasksRequest(include_artifacts=True)
+    return list((await client.list_tasks(request)).tasks)
