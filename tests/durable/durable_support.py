@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from a2a.client import Client
@@ -18,8 +19,30 @@ from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.server.stores import build_task_stores
 from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest, Endpoint, TaskStoreOptions
+from mas.runtime.turns import ArtifactEmitted, TurnEnded, TurnEvent, TurnInput
 
-__all__ = ["STEP", "get_task", "list_tasks", "serve_on_store", "sql_endpoint"]
+
+@dataclass
+class QuietRunner(ScriptRunner):
+    """The A2A tests' runner plus ``late GATE TEXT``: waits for the gate, then emits one
+    artifact and ends ``completed`` with TEXT (no streamed text)."""
+
+    async def run(self, turn: TurnInput) -> AsyncIterator[TurnEvent]:  # type: ignore[override]
+        command, _, rest = turn.text.partition(" ")
+        if command != "late":
+            async for event in super().run(turn):
+                yield event
+            return
+        self.seen.append(turn)
+        gate, _, text = rest.partition(" ")
+        self.started[gate].set()
+        await self.gates[gate].wait()
+        self.history[turn.session_id].append(turn.text)
+        yield ArtifactEmitted("text", "late.txt", text=f"late: {text}")
+        yield TurnEnded("completed", text=text)
+
+
+__all__ = ["STEP", "QuietRunner", "get_task", "list_tasks", "serve_on_store", "sql_endpoint"]
 
 
 def sql_endpoint(port: int, url: str, **caps: bool) -> Endpoint:
@@ -43,7 +66,7 @@ async def serve_on_store(
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """One scripted agent on ``url``'s task store (one replica when several share it)."""
-    runner = runner or ScriptRunner()
+    runner = runner or QuietRunner()
     mailbox = SessionTurnMailbox(runner)
     port = port or free_port()
     endpoint = sql_endpoint(port, url, **caps)
