@@ -2,15 +2,16 @@
 
 Two small tables beside the SDK's (same database):
 
-- ``mas_replicas(replica_id, agent, seen_at)``: one row per live replica, its heartbeat
-  (the writer's clock, in seconds since the epoch; the lease dwarfs ordinary clock skew);
+- ``mas_replicas(replica_id, agent, seen_at, lease)``: one row per live replica, its last
+  heartbeat (the writer's clock, in seconds since the epoch; the lease dwarfs ordinary
+  clock skew) and its lease: it is gone when ``seen_at + lease`` has passed;
 - ``mas_task_runs(task_id, agent, replica_id, owner)``: one row per task this agent's
   replicas are running (written before the task's first non-terminal save, deleted when
   it reaches a terminal state).
 
 :meth:`RunBook.sweep` fails, through the versioned store, the tasks whose replica is gone:
 at start-up those of this replica id (its previous incarnation), later those of replicas
-whose heartbeat is older than the lease. The FAILED status is written with its event, so
+whose lease has run out. The FAILED status is written with its event, so
 subscribers on other replicas see the end too. A task waiting for input is not failed
 (its turn ended); its run row is dropped, and the replica that takes the answer claims it.
 """
@@ -52,6 +53,7 @@ REPLICAS = Table(
     Column("replica_id", String(255), primary_key=True),
     Column("agent", String(63), nullable=False),
     Column("seen_at", Float, nullable=False),
+    Column("lease", Float, nullable=False),
 )
 RUNS = Table(
     "mas_task_runs",
@@ -103,8 +105,9 @@ def lost_turn_task(task: Task) -> tuple[Task, TaskStatusUpdateEvent]:
 class RunBook:
     """The run and replica rows of one agent's replica."""
 
-    def __init__(self, engine: AsyncEngine, agent_id: str) -> None:
+    def __init__(self, engine: AsyncEngine, agent_id: str, lease: float) -> None:
         self._engine = engine
+        self.lease = lease
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
         self.agent_id = agent_id
         self.replica_id = ""
@@ -123,12 +126,15 @@ class RunBook:
             result = await session.execute(
                 update(REPLICAS)
                 .where(REPLICAS.c.replica_id == self.replica_id)
-                .values(agent=self.agent_id, seen_at=time.time())
+                .values(agent=self.agent_id, seen_at=time.time(), lease=self.lease)
             )
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 await session.execute(
                     REPLICAS.insert().values(
-                        replica_id=self.replica_id, agent=self.agent_id, seen_at=time.time()
+                        replica_id=self.replica_id,
+                        agent=self.agent_id,
+                        seen_at=time.time(),
+                        lease=self.lease,
                     )
                 )
 
@@ -170,29 +176,35 @@ class RunBook:
         async with self._sessions.begin() as session:
             await session.execute(delete(RUNS).where(RUNS.c.task_id == task_id))
 
-    async def _orphans(self, *, starting: bool, lease: float) -> list[tuple[str, str]]:
+    async def _orphans(self, *, starting: bool) -> list[tuple[str, str]]:
         """(task id, owner) of the runs whose replica is gone."""
-        stale = time.time() - lease
+        now = time.time()
         query = (
-            select(RUNS.c.task_id, RUNS.c.owner, RUNS.c.replica_id, REPLICAS.c.seen_at)
+            select(
+                RUNS.c.task_id,
+                RUNS.c.owner,
+                RUNS.c.replica_id,
+                REPLICAS.c.seen_at,
+                REPLICAS.c.lease,
+            )
             .select_from(RUNS.outerjoin(REPLICAS, REPLICAS.c.replica_id == RUNS.c.replica_id))
             .where(RUNS.c.agent == self.agent_id)
         )
         async with self._sessions() as session:
             rows = (await session.execute(query)).all()
         orphans = []
-        for task_id, owner, replica, seen_at in rows:
+        for task_id, owner, replica, seen_at, lease in rows:
             if replica == self.replica_id:
                 if starting:
                     orphans.append((task_id, owner))
-            elif seen_at is None or seen_at < stale:
+            elif seen_at is None or seen_at + lease < now:
                 orphans.append((task_id, owner))
         return orphans
 
-    async def sweep(self, store: VersionedTaskStore, *, starting: bool, lease: float) -> int:
+    async def sweep(self, store: VersionedTaskStore, *, starting: bool) -> int:
         """Fail the tasks of gone replicas; how many were failed."""
         failed = 0
-        for task_id, owner in await self._orphans(starting=starting, lease=lease):
+        for task_id, owner in await self._orphans(starting=starting):
             context = ServerCallContext(user=_Owner(owner))
             stored = await store.get(task_id, context)
             if stored is not None and stored.task.status.state not in (_TERMINAL | _INTERRUPTED):

@@ -24,7 +24,8 @@ Rules every variant keeps:
   in-flight tasks it runs (table ``mas_task_runs``) and beats a heartbeat
   (``mas_replicas``). At start-up a replica fails the tasks its previous incarnation (same
   replica id) left running; every heartbeat it fails the tasks of replicas silent for
-  longer than the lease. Such a task ends FAILED with a message saying its turn was lost.
+  longer than their lease (``$MAS_TASK_LEASE_SECONDS``, default 20; the heartbeat is a
+  quarter of it). Such a task ends FAILED with a message saying its turn was lost.
   Tasks waiting for input are left as they are (their turn has ended).
 
 The replica id is ``$MAS_REPLICA_ID``, else ``<hostname>:<port>`` (in a pod the hostname
@@ -82,8 +83,9 @@ TERMINAL_STATES = frozenset(
         TaskState.TASK_STATE_REJECTED,
     }
 )
-HEARTBEAT_SECONDS = 5.0
 LEASE_SECONDS = 20.0
+HEARTBEAT_SECONDS = LEASE_SECONDS / 4
+LEASE_VARIABLE = "MAS_TASK_LEASE_SECONDS"
 EVENT_POLL_SECONDS = 0.2
 
 
@@ -210,7 +212,7 @@ class TaskStores:
             await _initialize(self)
             if self.runs is not None:
                 await self.runs.start(replica_id)
-                lost = await self.runs.sweep(self.inner_store(), starting=True, lease=self.lease)
+                lost = await self.runs.sweep(self.inner_store(), starting=True)
                 if lost:
                     logger.warning(
                         "agent %s: %d task(s) whose turn died with an earlier process are now "
@@ -243,7 +245,7 @@ class TaskStores:
             await asyncio.sleep(self.heartbeat)
             try:
                 await self.runs.beat()
-                lost = await self.runs.sweep(self.inner_store(), starting=False, lease=self.lease)
+                lost = await self.runs.sweep(self.inner_store(), starting=False)
                 if lost:
                     logger.warning(
                         "agent %s: %d task(s) of a replica silent for more than %gs are now failed",
@@ -288,6 +290,21 @@ def _reason(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def _lease_from(env: Mapping[str, str]) -> float:
+    text = env.get(LEASE_VARIABLE)
+    if text is None:
+        return LEASE_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.5 <= value <= 3600:
+        raise TaskStoreError(
+            f"{LEASE_VARIABLE}: {text!r} is not a lease; accepted: 0.5 to 3600 seconds"
+        )
+    return value
+
+
 def _secret(ref: SecretKeyRef, where: str, env: Mapping[str, str]) -> str:
     variable = secret_env_name(ref)
     value = env.get(variable)
@@ -305,11 +322,15 @@ def build_task_stores(
     *,
     push: bool,
     env: Mapping[str, str] = os.environ,
-    heartbeat: float = HEARTBEAT_SECONDS,
-    lease: float = LEASE_SECONDS,
+    heartbeat: float | None = None,
+    lease: float | None = None,
     event_poll: float = EVENT_POLL_SECONDS,
 ) -> TaskStores:
-    """The stores ``options`` asks for (``push``: whether push configs are stored)."""
+    """The stores ``options`` asks for (``push``: whether push configs are stored).
+
+    ``lease`` (default ``$MAS_TASK_LEASE_SECONDS``, else 20): how long this replica may be
+    silent before the others fail its tasks; ``heartbeat`` defaults to a quarter of it.
+    """
     if options.type == "memory":
         return TaskStores(
             agent_id,
@@ -349,7 +370,9 @@ def build_task_stores(
                 "a2a.task_store.push_config_key_secret_key_ref: the key is not a Fernet key; "
                 "accepted: 32 bytes, urlsafe base64 (cryptography.fernet.Fernet.generate_key())"
             ) from None
-    runs = RunBook(engine, agent_id)
+    lease = lease if lease is not None else _lease_from(env)
+    heartbeat = heartbeat if heartbeat is not None else lease / 4
+    runs = RunBook(engine, agent_id, lease)
     return TaskStores(
         agent_id,
         FinalStateVersionedStore(VersionedDatabaseTaskStore(engine), runs),
