@@ -261,11 +261,17 @@ async def test_0_3_rest_and_1_0_json_rpc_side_by_side(served: Served) -> None:
 
 async def test_bad_requests_get_protocol_errors_and_the_server_stays_up(served: Served) -> None:
     async with httpx.AsyncClient(timeout=STEP) as http:
-        garbage = await http.post(served.url, content=b"{not json", headers={"A2A-Version": "1.0"})
+        garbage = await http.post(
+            served.url,
+            content=b"{not json",
+            headers={"A2A-Version": "1.0", "Content-Type": "application/json"},
+        )
+        untyped = await http.post(served.url, content=b"{}", headers={"A2A-Version": "1.0"})
         unknown = await jsonrpc(served.url, "NoSuchMethod", {}, **{"A2A-Version": "1.0"})
         no_task = await jsonrpc(served.url, "GetTask", {"id": "missing"}, **{"A2A-Version": "1.0"})
         health = await http.get(f"{served.url}/healthz")
     assert garbage.json()["error"]["code"] == -32700
+    assert untyped.json()["error"]["code"] == -32005  # the protocol's content-type error
     assert unknown["error"]["code"] == -32601
     assert no_task["error"]["code"] == -32001
     assert health.status_code == 200

@@ -20,7 +20,18 @@ from mas.runtime.errors import RuntimeFailure
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # Each module has ``register(subparsers)``; its parser sets ``handler(args) -> int``.
-COMMAND_MODULES = ("validate", "routes", "serve", "steer", "cancel", "ps")
+COMMAND_MODULES = (
+    "validate",
+    "routes",
+    "serve",
+    "run_mas",
+    "chat",
+    "tui",
+    "steer",
+    "cancel",
+    "ps",
+    "conformance",
+)
 
 Handler = Callable[[argparse.Namespace], int]
 

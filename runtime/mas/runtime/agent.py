@@ -126,6 +126,7 @@ class Agent(TurnRunner):
                     tuple(self.delegation.tools()),
                     question,
                     turn.metadata,
+                    turn_id=turn.turn_id,
                 )
                 calls: list[ToolCall] = []
                 ask: str | None = None

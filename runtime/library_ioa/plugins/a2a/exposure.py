@@ -50,6 +50,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from library_ioa.plugins.a2a.agentcard import REST_PATH, agent_card_from_manifest, grpc_target
+from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
 from library_ioa.plugins.a2a.server.executor import (
     DEFAULT_MESSAGE_GRACE,
     MasLabAgentExecutor,
@@ -154,8 +155,11 @@ class A2AExposure:
         )
         self.app = Starlette(routes=routes)
         self.app.router.redirect_slashes = False  # /metrics must not redirect into /{tenant}/
+        # Where the SDK's wire behaviour departs from the protocol, corrections.py mends it
+        # (REST content type, JSON-RPC content-type error, card caching headers).
+        corrected = HttpCorrections(self.app, rpc_path="/", rest_prefix=REST_PATH)
         self._http = HttpListener(
-            self.app, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
+            corrected, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
         )
         self._grpc: GrpcListener | None = None
         if self._grpc_address is not None:
@@ -170,7 +174,9 @@ class A2AExposure:
                     )
                 )
             grpc_port = parse_grpc_address(self._grpc_address).port
-            self._grpc = GrpcListener(self._grpc_bind_host, grpc_port, servicers)
+            self._grpc = GrpcListener(
+                self._grpc_bind_host, grpc_port, servicers, interceptors=[GrpcVersionCheck()]
+            )
 
     @property
     def port(self) -> int:

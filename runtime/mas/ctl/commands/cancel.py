@@ -16,12 +16,15 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--agent", required=True, metavar="ID", help="the serving agent")
     parser.add_argument("--session", required=True, metavar="S", help="the session id")
+    parser.add_argument(
+        "--pid", type=int, default=None, metavar="N", help="the serving process, when several"
+    )
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     """Cancel; say whether a turn was running."""
-    client = ControlClient.from_directory(args.agent)
+    client = ControlClient.from_directory(args.agent, pid=args.pid)
     if asyncio.run(client.cancel(args.session)):
         print(f"canceled the running turn of session {args.session!r} of agent {args.agent!r}")
     else:

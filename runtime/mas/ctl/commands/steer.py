@@ -20,6 +20,9 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--agent", required=True, metavar="ID", help="the serving agent")
     parser.add_argument("--session", required=True, metavar="S", help="the session id")
+    parser.add_argument(
+        "--pid", type=int, default=None, metavar="N", help="the serving process, when several"
+    )
     parser.add_argument("--mode", required=True, choices=STEER_MODES)
     parser.add_argument(
         "--follow", action="store_true", help="wait for the steered turn and print its answer"
@@ -33,7 +36,7 @@ def register(sub: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Send the steer; print what it did (and, with --follow, the answer)."""
-    client = ControlClient.from_directory(args.agent)
+    client = ControlClient.from_directory(args.agent, pid=args.pid)
     reply = asyncio.run(
         client.steer(args.session, args.text, args.mode, follow=args.follow, timeout=args.timeout)
     )

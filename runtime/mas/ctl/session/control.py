@@ -279,18 +279,33 @@ class ControlClient:
         self.endpoint = endpoint
 
     @classmethod
-    def from_directory(cls, agent_id: str, *, directory: Path | None = None) -> ControlClient:
-        """The client of the live endpoint serving ``agent_id``."""
-        found = [e for e in list_endpoints(directory) if e.agent == agent_id]
+    def from_directory(
+        cls, agent_id: str, *, directory: Path | None = None, pid: int | None = None
+    ) -> ControlClient:
+        """The client of the live endpoint serving ``agent_id`` (in process ``pid``)."""
+        found = [
+            e
+            for e in list_endpoints(directory)
+            if e.agent == agent_id and (pid is None or e.pid == pid)
+        ]
+        if not found and pid is not None:
+            where = directory or control_directory()
+            raise ControlError(
+                f"--pid {pid}: no running process with that pid advertises a control endpoint "
+                f"for agent {agent_id!r} in {where} (mas-ctl ps lists them)"
+            )
         if not found:
             where = directory or control_directory()
             raise ControlError(
                 f"no running process advertises a control endpoint for agent {agent_id!r} "
-                f"in {where} (start it with mas-ctl serve, without --no-control)"
+                f"in {where} (start it with mas-ctl serve, run-mas, chat or tui, without "
+                "--no-control)"
             )
         if len(found) > 1:
             pids = ", ".join(str(e.pid) for e in found)
-            raise ControlError(f"several processes serve agent {agent_id!r} (pids {pids})")
+            raise ControlError(
+                f"several processes serve agent {agent_id!r} (pids {pids}); choose one with --pid"
+            )
         return cls(found[0])
 
     async def request(self, payload: Mapping[str, Any], *, timeout: float = 30.0) -> dict[str, Any]:

@@ -8,7 +8,8 @@ host may differ (``0.0.0.0`` in a pod). The ingress adapter is chosen through th
 (category ``agent_expose``, by the endpoint's ``protocol``).
 
 Only ``mas-ctl serve`` passes ``grpc=True``: it is the only path that starts the gRPC
-listener.
+listener. Without it, the adapter gets the endpoint without ``a2a.grpc_port``/``grpc_url``,
+so the AgentCard advertises only the interfaces this process serves.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from mas.ctl.session.host import RuntimeHost
+from mas.infra.models import Endpoint
 from mas.infra.wiring import Wired
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.registry import Registry, default_registry
@@ -85,6 +87,14 @@ class Listeners:
             await item.exposure.aclose()
 
 
+def without_grpc(endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` without its gRPC address: the card advertises only what is served."""
+    if endpoint.a2a.grpc_port is None and endpoint.a2a.grpc_url is None:
+        return endpoint
+    a2a = endpoint.a2a.model_copy(update={"grpc_port": None, "grpc_url": None})
+    return endpoint.model_copy(update={"a2a": a2a})
+
+
 def deployed_agents(wired: Wired, host: RuntimeHost) -> list[str]:
     """The hosted agents whose endpoint is deployed, in hosting order."""
     endpoints = wired.app.spec.endpoints
@@ -134,7 +144,7 @@ async def bind_listeners(
                     {},
                     agent_id=agent,
                     manifest=host.manifest(agent),
-                    endpoint=endpoint,
+                    endpoint=endpoint if grpc else without_grpc(endpoint),
                     mailbox=host.mailbox(agent),
                     bind_host=bind_host,
                     grpc=grpc,

@@ -69,6 +69,7 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     answers_question: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    turn_id: str = ""  # the turn's id: an A2A messageId (falling back to the taskId)
 
     @property
     def last_user_text(self) -> str:

@@ -4,6 +4,7 @@ Params::
 
     rules:                        # tried in order on the latest user input; first match wins
       - match: "^book (?P<what>.+)"   # a regex (re.search)
+        turn: "^tck-input-required"   # optional: also a regex on the turn id (A2A messageId)
         wait_ms: 0                # pause before anything else
         fail: "template"          # the generation fails with this message
         delegate: {to: agent-id, message: "template"}   # one delegate tool call
@@ -99,6 +100,7 @@ class Rule(BaseModel):
     model_config = _STRICT
 
     match: str | None = None
+    turn: str | None = None
     reply: str | None = None
     chunks: list[str] | None = None
     delegate: DelegateRule | None = None
@@ -117,6 +119,11 @@ class Rule(BaseModel):
                 re.compile(self.match)
             except re.error as exc:
                 raise ValueError(f"match {self.match!r} is not a valid regex: {exc}") from None
+        if self.turn is not None:
+            try:
+                re.compile(self.turn)
+            except re.error as exc:
+                raise ValueError(f"turn {self.turn!r} is not a valid regex: {exc}") from None
         return self
 
 
@@ -187,8 +194,10 @@ class ScriptedModel(ModelPlugin):
             _check_templates("params.default", self.params.default)
         self.agent_id = agent_id
 
-    def _choose(self, text: str) -> tuple[Rule, re.Match[str] | None]:
+    def _choose(self, text: str, turn_id: str = "") -> tuple[Rule, re.Match[str] | None]:
         for rule in self.params.rules:
+            if rule.turn is not None and re.search(rule.turn, turn_id) is None:
+                continue
             found = re.search(rule.match or "", text)
             if found is not None:
                 return rule, found
@@ -200,7 +209,7 @@ class ScriptedModel(ModelPlugin):
     async def generate(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
         """Play the rule that matches the latest user input."""
         text = request.last_user_text
-        rule, found = self._choose(text)
+        rule, found = self._choose(text, request.turn_id)
         results = request.tool_results
         values: dict[str, Any] = {"input": text, "question": request.answers_question or ""}
         positional: list[str] = []

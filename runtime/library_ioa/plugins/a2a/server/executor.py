@@ -146,7 +146,10 @@ class MasLabAgentExecutor(AgentExecutor):
         """Run the request's message as one turn of its session and publish the events."""
         message = context.message
         task_id = context.task_id or str(uuid.uuid4())
-        context_id = context.context_id or str(uuid.uuid4())
+        # A follow-up that names only its task belongs to that task's session; the SDK would
+        # invent a new context id for it.
+        current = context.current_task
+        context_id = (current.context_id if current else context.context_id) or str(uuid.uuid4())
         if message is None:
             raise ValueError("a send without a message")
         self._starting(task_id, message.message_id)

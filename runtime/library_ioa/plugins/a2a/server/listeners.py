@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import grpc
@@ -124,10 +124,17 @@ class HttpListener:
 class GrpcListener:
     """A ``grpc.aio`` server with the servicers added by ``register(server)``."""
 
-    def __init__(self, host: str, port: int, servicers: list[tuple[Any, Any]]) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        servicers: list[tuple[Any, Any]],
+        interceptors: Sequence[Any] = (),
+    ) -> None:
         self.host = host
         self.requested_port = port
         self._servicers = servicers
+        self._interceptors = list(interceptors)
         self._server: grpc.aio.Server | None = None
         self.port = 0
 
@@ -136,7 +143,9 @@ class GrpcListener:
         if self.requested_port:
             # A clear error before grpc's C core logs its own lines about a taken port.
             bind_socket(self.host, self.requested_port).close()
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        server = grpc.aio.server(
+            options=[("grpc.so_reuseport", 0)], interceptors=self._interceptors or None
+        )
         for servicer, add in self._servicers:
             add(servicer, server)
         host = f"[{self.host}]" if ":" in self.host else self.host

@@ -1,0 +1,253 @@
+"""Corrections to what a bare a2a-sdk 1.3 server puts on the wire, where A2A 1.0 says otherwise.
+
+The official TCK (``compliance/README.md``) shows four places where the SDK's server parts
+disagree with the A2A 1.0 specification. Each correction here is a thin wrapper around the SDK's
+own app or server, so the SDK still does all the protocol work:
+
+* HTTP+JSON responses carry ``application/a2a+json``; 11.1 says ``application/json`` for
+  requests and responses. :class:`HttpCorrections` (``rest_prefix``) relabels them.
+* A JSON-RPC POST with a non-JSON Content-Type answers -32700 ParseError; 9.1 says requests
+  are ``application/json`` and 5.4 maps a refused content type to ContentTypeNotSupportedError
+  (-32005). :class:`HttpCorrections` (``rpc_path``) answers -32005.
+* The gRPC handler never reads the ``a2a-version`` metadata, so a 99.0 client is served; 3.6.2
+  says an unsupported version gets VersionNotSupportedError (UNIMPLEMENTED, 5.4).
+  :class:`GrpcVersionCheck` refuses it.
+* The AgentCard carries an ETag only; 8.6.1 says it SHOULD carry ``Cache-Control`` with a
+  ``max-age`` and MAY carry ``Last-Modified``. :class:`HttpCorrections` (``card_path``) adds them.
+
+Mounting (the exposure owns its app and server)::
+
+    app = HttpCorrections(starlette_app, rpc_path="/", rest_prefix="/a2a/rest")
+    uvicorn.Config(app, ...)
+    grpc_server = grpc.aio.server(interceptors=[GrpcVersionCheck()])
+
+Each correction is off the path of every request it does not concern: one prefix comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from email.utils import formatdate
+from typing import Any
+
+import grpc
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, VERSION_HEADER
+from a2a.utils.errors import A2A_ERROR_REASONS, VersionNotSupportedError
+from a2a.utils.grpc_status import status_to_grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+
+logger = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+A2A_JSON = b"application/a2a+json"
+CONTENT_TYPE_NOT_SUPPORTED = -32005
+DEFAULT_CARD_MAX_AGE = 300
+SUPPORTED_VERSIONS = ("1.0",)
+A2A_1_0_SERVICE = "lf.a2a.v1.A2AService"  # the 0.3 compatibility service is a2a.v1.A2AService
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return ""
+
+
+class HttpCorrections:
+    """ASGI middleware around the SDK's Starlette app (JSON-RPC, HTTP+JSON and the card).
+
+    ``rpc_path``: the JSON-RPC endpoint; a POST there whose Content-Type is not JSON gets the
+    JSON-RPC error -32005 (ContentTypeNotSupportedError) instead of a parse error.
+    ``rest_prefix``: the HTTP+JSON routes; their ``application/a2a+json`` responses are
+    relabelled ``application/json`` (``problem+json`` and event streams are left alone).
+    ``card_path``: the AgentCard; ``Cache-Control: public, max-age=<card_max_age>`` and a
+    ``Last-Modified`` (the time this middleware was built, i.e. when the card was published) are
+    added unless the app already sent them. ``None`` turns a correction off.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        rpc_path: str | None = "/",
+        rest_prefix: str | None = "/a2a/rest",
+        card_path: str | None = AGENT_CARD_WELL_KNOWN_PATH,
+        card_max_age: int = DEFAULT_CARD_MAX_AGE,
+        published: float | None = None,
+    ) -> None:
+        if card_max_age < 0:
+            raise ValueError(f"card_max_age: {card_max_age!r} is negative; use seconds >= 0")
+        self.app = app
+        self.rpc_path = rpc_path
+        self.rest_prefix = rest_prefix.rstrip("/") if rest_prefix else None
+        self.card_path = card_path
+        self.card_headers = [
+            (b"cache-control", f"public, max-age={card_max_age}".encode()),
+            (b"last-modified", formatdate(published, usegmt=True).encode()),
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope.get("path", "")
+        if self.card_path is not None and path == self.card_path:
+            await self.app(scope, receive, self._add_card_headers(send))
+        elif self.rest_prefix is not None and (
+            path == self.rest_prefix or path.startswith(self.rest_prefix + "/")
+        ):
+            await self.app(scope, receive, self._relabel_json(send))
+        elif (
+            self.rpc_path is not None
+            and path == self.rpc_path
+            and scope.get("method") == "POST"
+            and not _is_json(_header(scope, b"content-type"))
+        ):
+            await self._refuse_content_type(scope, send)
+        else:
+            await self.app(scope, receive, send)
+
+    def _add_card_headers(self, send: Send) -> Send:
+        async def wrapped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {bytes(k).lower() for k, _ in message.get("headers", ())}
+                extra = [(k, v) for k, v in self.card_headers if k not in present]
+                message["headers"] = [*message.get("headers", ()), *extra]
+            await send(message)
+
+        return wrapped
+
+    @staticmethod
+    def _relabel_json(send: Send) -> Send:
+        async def wrapped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers: Iterable[tuple[bytes, bytes]] = message.get("headers", ())
+                message["headers"] = [
+                    (k, _relabel(v) if bytes(k).lower() == b"content-type" else v)
+                    for k, v in headers
+                ]
+            await send(message)
+
+        return wrapped
+
+    @staticmethod
+    async def _refuse_content_type(scope: Scope, send: Send) -> None:
+        got = _header(scope, b"content-type") or "(none)"
+        logger.info("JSON-RPC request with Content-Type %r refused", got)
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": CONTENT_TYPE_NOT_SUPPORTED,
+                    "message": f"Content-Type {got!r} is not supported; send application/json",
+                },
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def _relabel(value: bytes) -> bytes:
+    media, sep, params = bytes(value).partition(b";")
+    if media.strip().lower() == A2A_JSON:
+        return b"application/json" + sep + params
+    return bytes(value)
+
+
+class GrpcVersionCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Refuse a 1.0 gRPC call whose ``a2a-version`` metadata names a version we do not serve.
+
+    Only methods of ``service`` (the A2A 1.0 service) are checked, so the 0.3 compatibility
+    service mounted on the same server is left to its own rules.
+
+        The SDK's gRPC handler never reads the version, so a 99.0 client is served as 1.0. A call
+        without the metadata is let through (the SDK's own clients always send it). The refusal is
+        the SDK's own error shape: UNIMPLEMENTED with a ``google.rpc.ErrorInfo`` (domain
+        ``a2a-protocol.org``, reason of VersionNotSupportedError) in ``grpc-status-details-bin``.
+    """
+
+    def __init__(
+        self, supported: Iterable[str] = SUPPORTED_VERSIONS, service: str = A2A_1_0_SERVICE
+    ) -> None:
+        self.supported = tuple(supported)
+        self.prefix = f"/{service}/"
+
+    def accepts(self, version: str) -> bool:
+        """Whether ``version`` (``Major.Minor``, a patch part ignored) is served."""
+        parts = version.strip().split(".")
+        return len(parts) >= 2 and ".".join(parts[:2]) in self.supported
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[Any], Awaitable[Any]],
+        handler_call_details: Any,
+    ) -> Any:
+        handler = await continuation(handler_call_details)
+        if not str(handler_call_details.method or "").startswith(self.prefix):
+            return handler  # another service (the 0.3 compatibility one, health, ...)
+        version = ""
+        for key, value in handler_call_details.invocation_metadata or ():
+            if key.lower() == VERSION_HEADER.lower():
+                version = value if isinstance(value, str) else value.decode("latin-1")
+        if handler is None or not version or self.accepts(version):
+            return handler
+        return self._refusal(handler, version)
+
+    def _refusal(self, handler: Any, version: str) -> Any:
+        error = VersionNotSupportedError(
+            f"A2A-Version {version!r} is not supported; supported: {', '.join(self.supported)}"
+        )
+        status = status_pb2.Status(
+            code=grpc.StatusCode.UNIMPLEMENTED.value[0], message=error.message
+        )
+        detail = any_pb2.Any()
+        detail.Pack(
+            error_details_pb2.ErrorInfo(
+                reason=A2A_ERROR_REASONS.get(VersionNotSupportedError, "VERSION_NOT_SUPPORTED"),
+                domain="a2a-protocol.org",
+            )
+        )
+        status.details.append(detail)
+        rich = status_to_grpc(status)
+
+        async def abort(context: Any) -> None:
+            context.set_trailing_metadata(tuple(rich.trailing_metadata))
+            await context.abort(rich.code, rich.details)
+
+        async def unary(request: Any, context: Any) -> Any:
+            await abort(context)
+
+        async def streaming(request: Any, context: Any) -> Any:
+            await abort(context)
+            yield  # pragma: no cover - abort raises
+
+        kw = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(streaming, **kw)
+        return grpc.unary_unary_rpc_method_handler(unary, **kw)

@@ -1,0 +1,176 @@
+"""``mas-ctl chat``: talk to the entry agent on stdin/stdout while the agency serves.
+
+::
+
+    mas-ctl chat -f app.yaml [--session S] [--no-control] [--listen HOST]
+                 [--drain-timeout S] [--infra-ref FILE] [--override ...] [--bind ...]
+
+The in-process entry agent owns the conversation: each line typed at ``you> `` is one turn
+of the chat's session, and the agent's text streams on a ``<agent>> `` line as it arrives.
+Meanwhile the deployed endpoints are bound in the background (the same hosting as
+``run-mas``), so other clients can interrogate the agents over A2A, and ``mas-ctl steer`` /
+``cancel`` reach the session over the control endpoint. ``· `` lines show which agent is
+working (delegations as they start and end), steers and cancels.
+
+When the agent asks for human input (``input_required``) the question is shown
+(``<agent> asks: ...``), the prompt becomes ``answer> `` and the line typed there resumes
+the session.
+
+``Ctrl-C`` interrupts a running turn (``cancel_inflight``); at the prompt it ends the chat,
+as do ``Ctrl-D``, ``/quit`` and SIGTERM. Lines typed while a turn runs are queued.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import threading
+from typing import Any
+
+from mas.ctl.documents import add_document_options, load_wired
+from mas.ctl.session.modes import SessionProcess, Signals, add_session_options, new_session_id
+from mas.ctl.session.transcript import ConsoleTranscript
+from mas.infra.wiring import Wired
+from mas.runtime.turns import TurnEnded
+
+PROMPT, ANSWER_PROMPT = "you> ", "answer> "
+QUIT_WORDS = ("/quit", "/exit")
+
+
+def register(sub: Any) -> None:
+    """Add the subcommand."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "chat", help="talk to the entry agent on stdin/stdout; deployed agents serve meanwhile"
+    )
+    add_document_options(parser)
+    add_session_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+class StdinLines:
+    """Lines of stdin, read by a daemon thread so the event loop never blocks on them.
+
+    ``get()`` returns the next line without its newline, or ``None`` at end of input.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        thread = threading.Thread(target=self._read, name="chat-stdin", daemon=True)
+        thread.start()
+
+    def _read(self) -> None:
+        try:
+            for line in sys.stdin:
+                self._loop.call_soon_threadsafe(self._queue.put_nowait, line.rstrip("\r\n"))
+        except (OSError, ValueError):
+            pass
+        finally:
+            # a closed loop raises RuntimeError: the chat is over anyway
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
+
+    async def get(self) -> str | None:
+        """The next line, or ``None`` at end of input."""
+        return await self._queue.get()
+
+
+async def chat(wired: Wired, args: argparse.Namespace) -> int:
+    """Run the conversation until end of input, ``/quit`` or a signal."""
+    process = SessionProcess(
+        wired,
+        control=not args.no_control,
+        bind_host=args.listen,
+        drain_timeout=args.drain_timeout,
+    )
+    await process.start()
+    try:
+        out = sys.stdout
+        transcript = ConsoleTranscript(out, out, prefix_turns=True)
+        process.hub.subscribe(transcript.activity)
+        session = args.session or new_session_id("chat")
+        for line in process.describe():
+            transcript.note(line)
+        transcript.note(
+            f"chat with {process.entry}, session {session}; Ctrl-D or /quit ends, Ctrl-C "
+            "interrupts a running turn"
+        )
+        return await _converse(process, transcript, session)
+    finally:
+        await process.aclose(drain=False)
+
+
+async def _converse(process: SessionProcess, transcript: ConsoleTranscript, session: str) -> int:
+    lines = StdinLines()
+    stop = asyncio.Event()
+    running: list[bool] = [False]
+    cancels: set[asyncio.Task[bool]] = set()
+
+    def on_signal(_: int) -> None:
+        if running[0]:
+            task = asyncio.get_running_loop().create_task(process.cancel(session))
+            cancels.add(task)
+            task.add_done_callback(cancels.discard)
+        else:
+            stop.set()
+
+    prompt = PROMPT
+    with Signals(on_signal):
+        while not stop.is_set():
+            transcript.idle_prompt = prompt
+            sys.stdout.write(prompt)
+            sys.stdout.flush()
+            line = await _next_line(lines, stop)
+            if line is None or line.strip() in QUIT_WORDS:
+                break
+            if not line.strip():
+                continue
+            transcript.idle_prompt = None
+            running[0] = True
+            try:
+                ended = await _turn(process, transcript, session, line)
+            finally:
+                running[0] = False
+            if ended.status == "input_required":
+                transcript.note(f"{process.entry} asks: {ended.text}")
+                prompt = ANSWER_PROMPT
+            else:
+                prompt = PROMPT
+    transcript.idle_prompt = None
+    sys.stdout.write("\n")
+    transcript.note("chat ended")
+    return 0
+
+
+async def _next_line(lines: StdinLines, stop: asyncio.Event) -> str | None:
+    reader = asyncio.ensure_future(lines.get())
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        done, _ = await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (reader, stopper):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(reader, stopper, return_exceptions=True)
+    return reader.result() if reader in done and not reader.cancelled() else None
+
+
+async def _turn(
+    process: SessionProcess, transcript: ConsoleTranscript, session: str, text: str
+) -> TurnEnded:
+    ticket = process.submit(session, text)
+    transcript.begin(process.entry)
+    ended = TurnEnded("canceled", message="the turn did not end")
+    async for event in ticket.events():
+        transcript.event(event)
+        if isinstance(event, TurnEnded):
+            ended = event
+    return ended
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Wire the document, then chat."""
+    wired = load_wired(args)
+    return asyncio.run(chat(wired, args))

@@ -1,0 +1,235 @@
+"""``mas-ctl tui``: the chat on a curses screen, with the agents and their activity.
+
+::
+
+    mas-ctl tui -f app.yaml [--session S] [--no-control] [--listen HOST]
+                [--drain-timeout S] [--infra-ref FILE] [--override ...] [--bind ...]
+
+The same hosting as ``chat`` and ``run-mas`` (deployed endpoints bind in the background;
+the control endpoint is advertised unless ``--no-control``). The screen has a conversation
+pane, an agents/routes pane with live delegation, steer and cancel activity, a status line
+and the input line. Enter sends the typed line as one turn (lines sent while a turn runs
+are queued); when the agent asks for human input the prompt becomes ``answer> ``.
+``Ctrl-C`` interrupts a running turn; ``Ctrl-D`` on an empty line, ``/quit`` or SIGTERM
+ends. It needs a terminal (use ``mas-ctl chat`` otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import curses
+import os
+import signal
+import sys
+from collections.abc import Coroutine
+from typing import Any
+
+from mas.ctl.documents import add_document_options, load_wired
+from mas.ctl.session.activity import Activity
+from mas.ctl.session.modes import (
+    SessionProcess,
+    Signals,
+    add_session_options,
+    new_session_id,
+    route_text,
+)
+from mas.ctl.session.tui_screen import AgentRow, Screen, TuiState
+from mas.infra.wiring import Wired
+from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded
+
+TICK = 0.25  # how often the agents pane re-reads the mailboxes
+QUIT_WORDS = ("/quit", "/exit")
+
+
+def register(sub: Any) -> None:
+    """Add the subcommand."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "tui", help="the chat on a curses screen with agents, routes and live activity"
+    )
+    add_document_options(parser)
+    add_session_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+class Tui:
+    """One curses session over a started :class:`SessionProcess`."""
+
+    def __init__(self, process: SessionProcess, window: curses.window, session: str) -> None:
+        self.process = process
+        self.screen = Screen(window)
+        self.window = window
+        self.state = TuiState(process.entry, session)
+        self.lines: asyncio.Queue[str] = asyncio.Queue()
+        self.stop = asyncio.Event()
+        self.working = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        host = process.host
+        for agent in host.agents:
+            self.state.agents[agent] = AgentRow(agent, "here")
+        for agent in host.agents:
+            for route in process.wired.routes.from_agent(agent):
+                self.state.routes.append(route_text(process, route.source, route.target))
+                if route.kind == "remote" and route.target not in self.state.agents:
+                    self.state.agents[route.target] = AgentRow(route.target, "remote")
+                    self.state.remote_busy[route.target] = 0
+        bound = process.listeners.bound if process.listeners else ()
+        self.state.activity.extend(f"listening {b.agent}: {b.exposure.url}" for b in bound)
+        process.hub.subscribe(self.on_activity)
+
+    def on_activity(self, record: Activity) -> None:
+        """A delegation, steer or cancel: show it."""
+        self.state.record(record)
+        self.draw()
+
+    def _status(self) -> str:
+        control = self.process.control.address if self.process.control else "off"
+        doing = f"{self.state.entry} working" if self.working else "ready"
+        return f" {doing} · session {self.state.session} · control {control} · Ctrl-D quits"
+
+    def draw(self) -> None:
+        """Refresh the agents' states and redraw."""
+        host = self.process.host
+        for agent in host.agents:
+            mailbox = host.mailbox(agent)
+            row = self.state.agents[agent]
+            row.working = sum(1 for s in mailbox.sessions() if mailbox.running(s))
+            row.queued = mailbox.depth()
+        self.state.status = self._status()
+        self.screen.draw(self.state)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` in a task the TUI keeps until it ends."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def on_key(self) -> None:
+        """Read every pending key."""
+        while True:
+            try:
+                key = self.window.get_wch()
+            except curses.error:
+                return
+            self._key(key)
+
+    def _key(self, key: str | int) -> None:
+        if key in ("\n", "\r", curses.KEY_ENTER):
+            line, self.state.typed = self.state.typed, ""
+            if line.strip() in QUIT_WORDS:
+                self.stop.set()
+            elif line.strip():
+                self.lines.put_nowait(line)
+        elif key in (curses.KEY_BACKSPACE, "\x7f", "\b"):
+            self.state.typed = self.state.typed[:-1]
+        elif key == "\x04":
+            if not self.state.typed:
+                self.stop.set()
+        elif key == curses.KEY_RESIZE:
+            pass
+        elif isinstance(key, str) and key.isprintable():
+            self.state.typed += key
+        self.draw()
+
+    def on_resize(self) -> None:
+        """The terminal changed size: tell curses, then redraw."""
+        size = os.get_terminal_size(sys.stdout.fileno())
+        with contextlib.suppress(curses.error):
+            curses.resizeterm(size.lines, size.columns)
+        self.draw()
+
+    def on_signal(self, signum: int) -> None:
+        """Ctrl-C interrupts a running turn, else quits; SIGTERM quits."""
+        if signum == signal.SIGINT and self.working:
+            self.spawn(self.process.cancel(self.state.session))
+        else:
+            self.stop.set()
+
+    async def converse(self) -> None:
+        """Run the typed lines as turns, one after the other."""
+        while True:
+            line = await self.lines.get()
+            self.state.say("you", line)
+            self.working = True
+            self.state.say(self.state.entry, "")
+            self.draw()
+            ticket = self.process.submit(self.state.session, line)
+            async for event in ticket.events():
+                if isinstance(event, TextDelta):
+                    self.state.stream(event.text)
+                elif isinstance(event, ArtifactEmitted):
+                    self.state.say("artifact", f"{event.name} ({event.kind})")
+                elif isinstance(event, TurnEnded):
+                    self._ended(event)
+                self.draw()
+            self.working = False
+            self.draw()
+
+    def _ended(self, ended: TurnEnded) -> None:
+        if ended.status == "input_required":
+            self.state.say(f"{self.state.entry} asks", ended.text)
+            self.state.prompt = "answer> "
+            return
+        self.state.prompt = "you> "
+        if ended.status != "completed":
+            self.state.say("turn", f"{ended.status}: {ended.message}")
+
+    async def run(self) -> None:
+        """Until ``/quit``, Ctrl-D or a signal."""
+        loop = asyncio.get_running_loop()
+        loop.add_reader(sys.stdin.fileno(), self.on_key)
+        loop.add_signal_handler(signal.SIGWINCH, self.on_resize)
+        worker = loop.create_task(self.converse())
+        try:
+            with Signals(self.on_signal):
+                self.on_resize()  # a resize before the handler was in place
+                while not self.stop.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.stop.wait(), TICK)
+                    self.draw()
+        finally:
+            loop.remove_signal_handler(signal.SIGWINCH)
+            loop.remove_reader(sys.stdin.fileno())
+            worker.cancel()
+            await asyncio.gather(worker, *self._tasks, return_exceptions=True)
+
+
+async def tui(wired: Wired, args: argparse.Namespace) -> int:
+    """Start the process, then the screen."""
+    process = SessionProcess(
+        wired,
+        control=not args.no_control,
+        bind_host=args.listen,
+        drain_timeout=args.drain_timeout,
+    )
+    await process.start()
+    window = curses.initscr()
+    try:
+        curses.noecho()
+        curses.cbreak()
+        window.keypad(True)
+        window.nodelay(True)
+        with contextlib.suppress(curses.error):
+            curses.curs_set(1)
+        await Tui(process, window, args.session or new_session_id("tui")).run()
+    finally:
+        window.keypad(False)
+        curses.nocbreak()
+        curses.echo()
+        curses.endwin()
+        await process.aclose(drain=False)
+    return 0
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Refuse without a terminal; wire the document; run the screen."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()) or not os.environ.get("TERM"):
+        print(
+            "error: mas-ctl tui needs a terminal (stdin and stdout a tty, TERM set); "
+            "use mas-ctl chat for pipes",
+            file=sys.stderr,
+        )
+        return 2
+    wired = load_wired(args)
+    return asyncio.run(tui(wired, args))
