@@ -44,6 +44,7 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from a2a.server.cluster import (
     ConcurrentTaskModificationError,
@@ -208,6 +209,7 @@ class TaskStores:
         """Create the tables, fail what a dead replica left running, start the heartbeat."""
         if self.engine is None:
             return
+        _check_sqlite_directory(self.engine, self.shown_url)
         try:
             await _initialize(self)
             if self.runs is not None:
@@ -283,6 +285,21 @@ async def _initialize(stores: TaskStores) -> None:
         await stores.event_stream.initialize()
     if isinstance(stores.push_config_store, DatabasePushNotificationConfigStore):
         await stores.push_config_store.initialize()
+
+
+def _check_sqlite_directory(engine: AsyncEngine, shown: str) -> None:
+    """A SQLite file needs its directory (a failed aiosqlite connect leaves a thread behind)."""
+    if engine.url.get_backend_name() != "sqlite":
+        return
+    database = engine.url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return
+    directory = Path(database).expanduser().resolve().parent
+    if not directory.is_dir():
+        raise TaskStoreError(
+            f"a2a.task_store: cannot open {shown}: the directory {directory} does not exist; "
+            "accepted: a file in an existing, writable directory (in a pod, the volume's mount)"
+        )
 
 
 def _reason(exc: BaseException) -> str:
