@@ -277,6 +277,11 @@ class A2AOptions(Model):
     grpc_port: int | None = Field(
         default=None, ge=1, le=65535, description="Port of the gRPC listener, when one is served."
     )
+    compat_0_3: bool = Field(
+        default=True,
+        description="Also serve A2A 0.3 (method names, REST paths, gRPC service) and list the "
+        "0.3 interfaces on the card; false gives a strict 1.0 card.",
+    )
     grpc_url: str | None = Field(
         default=None,
         min_length=1,

@@ -94,13 +94,15 @@ class A2AExposure:
         grpc_bind_host: str | None = None,
         metrics_registries: Sequence[CollectorRegistry] | None = None,
         ready: Callable[[], bool] | None = None,
-        compat_0_3: bool = True,
+        compat_0_3: bool | None = None,
         message_grace: float = DEFAULT_MESSAGE_GRACE,
         drain_timeout: float = 10.0,
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
         task_stores: TaskStores | None = None,
     ) -> None:
         self.agent_id = agent_id
+        if compat_0_3 is None:
+            compat_0_3 = endpoint.a2a.compat_0_3
         self.card: AgentCard = agent_card_from_manifest(
             agent_id, manifest, endpoint, url=url, compat_0_3=compat_0_3
         )
