@@ -1,4 +1,4 @@
-"""Task and push-config storage of one A2A endpoint (``a2a.task_store``), and its guards.
+"""Task and push-config storage of one A2A endpoint (``a2a.task_store``).
 
 :func:`build_task_stores` turns the endpoint's :class:`~mas.infra.models.TaskStoreOptions`
 into what the SDK's request handler takes:
@@ -14,12 +14,10 @@ into what the SDK's request handler takes:
 
 Rules every variant keeps:
 
-- **A terminal state is final.** The task store is wrapped by a guard that refuses (with
-  the SDK's ``ConcurrentTaskModificationError``, which makes the SDK reload and stop) any
-  write that would move a stored COMPLETED, CANCELED, FAILED or REJECTED task to another
-  state: a turn that goes on after ``CancelTask`` never overwrites CANCELED, on one replica
-  or several. With the versioned store the check is race-free: the write commits only at
-  the version the guard read.
+- **A terminal state is final.** The task store is wrapped by a guard
+  (:mod:`library_ioa.plugins.a2a.server.final_state`) that refuses any write moving a
+  stored COMPLETED, CANCELED, FAILED or REJECTED task to another state: a turn that goes on
+  after ``CancelTask`` never overwrites CANCELED, on one replica or several.
 - **Nobody waits on a task nobody runs** (``sql`` only). Each replica records which
   in-flight tasks it runs (table ``mas_task_runs``) and beats a heartbeat
   (``mas_replicas``). At start-up a replica fails the tasks its previous incarnation (same
@@ -47,17 +45,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from a2a.server.cluster import (
-    ConcurrentTaskModificationError,
     DatabaseTaskEventStream,
     LegacyTaskStoreAdapter,
-    StoredTask,
     TaskEventStream,
-    TaskVersion,
     VersionedDatabaseTaskStore,
     VersionedTaskStore,
 )
-from a2a.server.context import ServerCallContext
-from a2a.server.events import Event
 from a2a.server.tasks import (
     DatabasePushNotificationConfigStore,
     InMemoryPushNotificationConfigStore,
@@ -65,25 +58,21 @@ from a2a.server.tasks import (
     PushNotificationConfigStore,
     TaskStore,
 )
-from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from library_ioa.plugins.a2a.server.final_state import (
+    FinalStateTaskStore,
+    FinalStateVersionedStore,
+    refuses,
+)
 from library_ioa.plugins.a2a.server.runs import RunBook
 from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
 
 logger = logging.getLogger(__name__)
 
-TERMINAL_STATES = frozenset(
-    {
-        TaskState.TASK_STATE_COMPLETED,
-        TaskState.TASK_STATE_CANCELED,
-        TaskState.TASK_STATE_FAILED,
-        TaskState.TASK_STATE_REJECTED,
-    }
-)
 LEASE_SECONDS = 20.0
 HEARTBEAT_SECONDS = LEASE_SECONDS / 4
 LEASE_VARIABLE = "MAS_TASK_LEASE_SECONDS"
@@ -92,92 +81,6 @@ EVENT_POLL_SECONDS = 0.2
 
 class TaskStoreError(OSError):
     """The task store cannot be configured or reached; the message says which and why."""
-
-
-def refuses(stored: Task | None, task: Task) -> bool:
-    """Whether writing ``task`` over ``stored`` would leave a terminal state."""
-    return (
-        stored is not None
-        and stored.status.state in TERMINAL_STATES
-        and task.status.state != stored.status.state
-    )
-
-
-def _refusal(stored: Task, task: Task) -> ConcurrentTaskModificationError:
-    logger.info(
-        "task %s is %s: a write moving it to %s is refused (a terminal state is final)",
-        task.id,
-        TaskState.Name(stored.status.state),
-        TaskState.Name(task.status.state),
-    )
-    return ConcurrentTaskModificationError(task.id)
-
-
-class FinalStateTaskStore(TaskStore):
-    """An unversioned store (in memory) that never lets a terminal state be overwritten."""
-
-    def __init__(self, inner: TaskStore) -> None:
-        self.inner = inner
-        self._lock = asyncio.Lock()
-
-    async def save(self, task: Task, context: ServerCallContext) -> None:
-        async with self._lock:  # one process: the check and the write are one step
-            stored = await self.inner.get(task.id, context)
-            if stored is not None and refuses(stored, task):
-                raise _refusal(stored, task)
-            await self.inner.save(task, context)
-
-    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        return await self.inner.get(task_id, context)
-
-    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        return await self.inner.list(params, context)
-
-    async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        await self.inner.delete(task_id, context)
-
-
-class FinalStateVersionedStore(VersionedTaskStore):
-    """A versioned store that refuses to overwrite a terminal state and records who runs what.
-
-    The inner store commits a write only at ``prev_version`` (or, for CANCELED, only over a
-    non-terminal task), so checking the state stored at that version is race-free.
-    """
-
-    def __init__(self, inner: VersionedTaskStore, runs: RunBook | None = None) -> None:
-        self.inner = inner
-        self.runs = runs
-
-    async def save(
-        self,
-        task: Task,
-        *,
-        event: Event | None,
-        prev: Task | None,
-        prev_version: TaskVersion,
-        context: ServerCallContext,
-    ) -> TaskVersion:
-        stored = await self.inner.get(task.id, context)
-        if stored is not None and refuses(stored.task, task):
-            raise _refusal(stored.task, task)
-        terminal = task.status.state in TERMINAL_STATES
-        if self.runs is not None and not terminal:
-            await self.runs.claim(task.id, context.user.user_name)
-        version = await self.inner.save(
-            task, event=event, prev=prev, prev_version=prev_version, context=context
-        )
-        if self.runs is not None and terminal:
-            await self.runs.release(task.id)
-        return version
-
-    async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
-        return await self.inner.get(task_id, context)
-
-    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        return await self.inner.list(params, context)
-
-    async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        await self.inner.delete(task_id, context)
 
 
 def default_replica_id(port: int, env: Mapping[str, str] = os.environ) -> str:
