@@ -1,0 +1,218 @@
+"""Convergence of the operator against a plain client, on the real envtest control plane.
+
+Scenarios (each in a fresh namespace):
+
+- ``apps``: N Applications of 5 agents each, every agent deployed (5 runtimes each);
+- ``agents``: one Application of N agents, every agent deployed.
+
+For each, the operator (``mas-operator run`` as a subprocess, as in a pod) is timed from the
+first create until every Application reports status for its generation and every child
+exists; the baseline, in the same run, is a plain client server-side applying the same child
+manifests (from the same builders) one by one. Printed: both times, their ratio, and the
+operator's peak RSS (``VmHWM``). Needs the envtest binaries (``scripts/build-envtest``)::
+
+    .venv/bin/python benchmarks/operator_convergence.py --sizes 10,50,200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kubernetes import client as k8s  # noqa: E402
+from tests.envtest.controlplane import ControlPlane, binaries_available  # noqa: E402
+
+from mas_operator.children import build_children  # noqa: E402
+from mas_operator.kube import Cluster  # noqa: E402
+from mas_operator.plan import plan_application  # noqa: E402
+
+GROUP, VERSION, PLURAL = "infra.maslab.io", "v1", "applications"
+
+
+def application(name: str, agents: int) -> dict[str, Any]:
+    """An Application whose agents form a chain of delegations, every agent deployed."""
+    ids = [f"a{i}" for i in range(agents)]
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Application",
+        "metadata": {"name": name},
+        "spec": {
+            "agency": {
+                "entry": ids[0],
+                "agents": {
+                    agent: {"spec": {"delegates_to": ids[i + 1 : i + 2]}}
+                    for i, agent in enumerate(ids)
+                },
+            },
+            "endpoints": {agent: {"usage": "use-and-deploy"} for agent in ids},
+        },
+    }
+
+
+@dataclass
+class Result:
+    scenario: str
+    size: int
+    objects: int
+    operator_s: float
+    baseline_s: float
+    peak_rss_mib: float
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.25)
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def namespace(cp: ControlPlane) -> str:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    k8s.CoreV1Api(cp.api_client()).create_namespace(
+        k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name))
+    )
+    return name
+
+
+def run_operator_scenario(
+    cp: ControlPlane, docs: list[dict[str, Any]], log: Path
+) -> tuple[float, float]:
+    ns = namespace(cp)
+    custom = k8s.CustomObjectsApi(cp.api_client())
+    apps = k8s.AppsV1Api(cp.api_client())
+    expected = sum(len(d["spec"]["endpoints"]) for d in docs)
+    log_file = log.open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mas_operator.cli",
+            "run",
+            "-n",
+            ns,
+            "--kubeconfig",
+            str(cp.kubeconfig_path),
+            "--lease-namespace",
+            ns,
+            "--resync",
+            "300",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log_file,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO / "operator"), str(REPO / "runtime")]),
+        },
+    )
+    try:
+        coordination = k8s.CoordinationV1Api(cp.api_client())
+
+        def leading() -> bool:
+            try:
+                return bool(coordination.read_namespaced_lease("mas-operator", ns).spec)
+            except k8s.ApiException:
+                return False
+
+        wait_until(leading, 60, "the operator to take its Lease")
+        time.sleep(1.0)  # let kopf start its watches
+        started = time.perf_counter()
+        for doc in docs:
+            custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, doc)
+
+        def converged() -> bool:
+            items = custom.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"]
+            done = [
+                i
+                for i in items
+                if (i.get("status") or {}).get("observedGeneration") == i["metadata"]["generation"]
+                and len((i.get("status") or {}).get("agents") or {}) == len(i["spec"]["endpoints"])
+            ]
+            if len(done) < len(docs):
+                return False
+            return len(apps.list_namespaced_deployment(ns).items) == expected
+
+        wait_until(converged, 1800, f"convergence (operator log: {log})")
+        took = time.perf_counter() - started
+        rss = peak_rss_mib(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        log_file.close()
+    return took, rss
+
+
+def run_baseline(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, int]:
+    ns = namespace(cp)
+    cluster = Cluster(cp.api_client(), field_manager="plain-client")
+    manifests = [m for d in docs for m in build_children(plan_application(d, ns), {})]
+    started = time.perf_counter()
+    for manifest in manifests:
+        cluster.apply(manifest)
+    return time.perf_counter() - started, len(manifests)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,50", help="comma-separated N (default 10,50)")
+    parser.add_argument("--json", action="store_true", help="print results as JSON lines")
+    args = parser.parse_args()
+    ok, why = binaries_available()
+    if not ok:
+        print(why, file=sys.stderr)
+        return 2
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    results: list[Result] = []
+    # Room for thousands of Services (the default /24 holds 254).
+    cidr = "--service-cluster-ip-range=10.0.0.0/16"
+    plane = ControlPlane(extra_apiserver_args=[cidr], extra_controller_manager_args=[cidr])
+    logs = REPO / "benchmarks" / "out"  # git-ignored
+    logs.mkdir(parents=True, exist_ok=True)
+    with plane as cp:
+        cp.apply_yaml(REPO / "crds" / "application.yaml")
+        for size in sizes:
+            scenarios = {
+                "apps": [application(f"app-{i}", 5) for i in range(size)],
+                "agents": [application("big", size)],
+            }
+            for scenario, docs in scenarios.items():
+                baseline, objects = run_baseline(cp, docs)
+                log = logs / f"operator-{scenario}-{size}.log"
+                operator, rss = run_operator_scenario(cp, docs, log)
+                results.append(Result(scenario, size, objects, operator, baseline, rss))
+                r = results[-1]
+                line = (
+                    f"{scenario:>6} N={size:<4} objects={objects:<5} operator={operator:7.2f}s "
+                    f"plain-client={baseline:7.2f}s ratio={operator / baseline:5.2f} "
+                    f"operator-peak-rss={rss:6.1f}MiB"
+                )
+                print(json.dumps(r.__dict__) if args.json else line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""``build_deployment``: the Deployment that runs ``mas-ctl serve`` for one agent.
+
+Pods meet the ``restricted`` Pod Security Standard: non-root, read-only root filesystem
+(``/tmp`` is an ``emptyDir``), no privilege escalation, every capability dropped, the
+RuntimeDefault seccomp profile, and no service-account token. Secret-backed values arrive
+only as ``valueFrom.secretKeyRef`` env vars named by :func:`mas.infra.secrets.secret_env_name`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mas.infra.secrets import secret_env_name
+from mas_operator.names import (
+    ANNOTATION_CONFIG_HASH,
+    ANNOTATION_GENERATION,
+    ANNOTATION_SECRETS_HASH,
+    CONFIG_DIR,
+    CONFIG_FILE,
+    METRICS_PORT,
+    PORT_GRPC,
+    PORT_HTTP,
+    PORT_METRICS,
+    RUNTIME_UID,
+    child_labels,
+    selector_labels,
+)
+from mas_operator.plan import AgentPlan, Plan
+
+CONTAINER = "runtime"
+
+
+def _seccomp() -> dict[str, str]:
+    return {"type": "RuntimeDefault"}
+
+
+def serve_command(agent: AgentPlan) -> list[str]:
+    """The runtime container's command."""
+    return [
+        "mas-ctl",
+        "serve",
+        "-f",
+        f"{CONFIG_DIR}/{CONFIG_FILE}",
+        "--agent",
+        agent.agent,
+        "--listen",
+        "0.0.0.0",
+        "--metrics-port",
+        str(METRICS_PORT),
+        "--no-control",
+    ]
+
+
+def container_env(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
+    """User env (literal or Secret-backed) then one env var per referenced Secret key."""
+    env: list[dict[str, Any]] = [{"name": "MAS_AGENT", "value": agent.agent}]
+    for item in plan.app.spec.runtime.env:
+        if item.secret_key_ref is not None:
+            ref = item.secret_key_ref
+            env.append(
+                {
+                    "name": item.name,
+                    "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}},
+                }
+            )
+        else:
+            env.append({"name": item.name, "value": item.value or ""})
+    for ref in agent.secrets:
+        env.append(
+            {
+                "name": secret_env_name(ref),
+                "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}},
+            }
+        )
+    return env
+
+
+def container_ports(agent: AgentPlan) -> list[dict[str, Any]]:
+    """The A2A HTTP port, gRPC when set, and metrics."""
+    ports = [{"name": PORT_HTTP, "containerPort": agent.http_port, "protocol": "TCP"}]
+    if agent.grpc_port is not None:
+        ports.append({"name": PORT_GRPC, "containerPort": agent.grpc_port, "protocol": "TCP"})
+    ports.append({"name": PORT_METRICS, "containerPort": METRICS_PORT, "protocol": "TCP"})
+    return ports
+
+
+def _probe(path: str, period: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": path, "port": PORT_HTTP},
+        "periodSeconds": period,
+        "timeoutSeconds": 2,
+        "failureThreshold": 3,
+    }
+
+
+def build_deployment(
+    plan: Plan, agent: AgentPlan, config_hash: str, secrets_hash: str | None = None
+) -> dict[str, Any]:
+    """The Deployment of one deployed agent.
+
+    ``replicas`` is omitted when the user asks for autoscaling, so the operator never fights
+    an autoscaler. ``secrets_hash`` (the referenced Secrets' resourceVersions) is known only
+    to the operator; ``mas-operator render`` leaves it out.
+    """
+    runtime = plan.app.spec.runtime
+    annotations = {ANNOTATION_CONFIG_HASH: config_hash}
+    if secrets_hash is not None:
+        annotations[ANNOTATION_SECRETS_HASH] = secrets_hash
+    pod_spec: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUNTIME_UID,
+            "runAsGroup": RUNTIME_UID,
+            "fsGroup": RUNTIME_UID,
+            "seccompProfile": _seccomp(),
+        },
+        "containers": [
+            {
+                "name": CONTAINER,
+                "image": runtime.image,
+                "imagePullPolicy": runtime.image_pull_policy,
+                "command": serve_command(agent),
+                "ports": container_ports(agent),
+                "env": container_env(plan, agent),
+                "readinessProbe": _probe("/readyz", 5),
+                "livenessProbe": _probe("/healthz", 10),
+                "resources": runtime.resources.model_dump(),
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "runAsNonRoot": True,
+                    "capabilities": {"drop": ["ALL"]},
+                    "seccompProfile": _seccomp(),
+                },
+                "volumeMounts": [
+                    {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                ],
+            }
+        ],
+        "volumes": [
+            {"name": "config", "configMap": {"name": agent.name}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+        ],
+    }
+    if runtime.service_account is not None:
+        pod_spec["serviceAccountName"] = runtime.service_account
+    spec: dict[str, Any] = {}
+    if not runtime.autoscaling:
+        spec["replicas"] = runtime.replicas
+    spec["selector"] = {"matchLabels": selector_labels(plan.name, agent.agent)}
+    spec["template"] = {
+        "metadata": {"labels": child_labels(plan.name, agent.agent), "annotations": annotations},
+        "spec": pod_spec,
+    }
+    metadata: dict[str, Any] = {
+        "name": agent.name,
+        "namespace": plan.namespace,
+        "labels": child_labels(plan.name, agent.agent),
+    }
+    if plan.generation is not None:
+        metadata["annotations"] = {ANNOTATION_GENERATION: str(plan.generation)}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec}

@@ -1,0 +1,178 @@
+"""The kopf handlers: thin. They serialise work per Application and run :func:`reconcile`.
+
+- create / update / resume: reconcile now. An invalid spec is a :class:`kopf.PermanentError`
+  (retrying cannot help; the next edit is handled), an API failure a
+  :class:`kopf.TemporaryError` retried after a delay. Nothing is returned, so kopf writes no
+  handler results into ``status``.
+- watches (no finalizers: a kopf daemon or timer would add one, and a finalizer wedges
+  namespace deletion while the operator is down): Application events keep an in-memory
+  copy of each object; events of the children we manage mark their owner dirty.
+- :func:`resync_loop` reconciles dirty Applications soon (drift repair, readiness) and
+  every Application each ``resync`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+from kubernetes.client import ApiException
+
+from mas.infra.models import API_GROUP, API_VERSION, PLURAL
+from mas_operator.children import CHILD_KINDS
+from mas_operator.kube import Cluster, api_message
+from mas_operator.metrics import OperatorMetrics
+from mas_operator.names import MANAGED_BY
+from mas_operator.reconcile import Outcome, reconcile
+
+logger = logging.getLogger(__name__)
+
+RETRY_DELAY = 5.0
+COALESCE = 0.2
+
+
+@dataclass
+class OperatorContext:
+    """What every handler of one operator instance shares (all on the operator's loop)."""
+
+    cluster: Cluster
+    metrics: OperatorMetrics
+    resync: float = 30.0
+    apps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
+    written: dict[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def lock(self, uid: str) -> asyncio.Lock:
+        return self._locks.setdefault(uid, asyncio.Lock())
+
+    def is_own_write(self, uid: str, body: Mapping[str, Any]) -> bool:
+        """Whether ``body`` is exactly the version our last apply of it (for ``uid``) returned."""
+        meta = body.get("metadata") or {}
+        key = (str(body.get("kind")), str(meta.get("name")))
+        return self.written.get(uid, {}).get(key) == meta.get("resourceVersion")
+
+    def mark_dirty(self, uid: str) -> None:
+        """Ask the resync loop to reconcile ``uid`` soon."""
+        if uid in self.apps:
+            self.dirty.add(uid)
+            self._wake.set()
+
+    def remember(self, body: Mapping[str, Any]) -> None:
+        uid = str(body["metadata"]["uid"])
+        self.apps[uid] = dict(body)
+
+    def forget(self, uid: str) -> None:
+        self.apps.pop(uid, None)
+        self.dirty.discard(uid)
+        self._locks.pop(uid, None)
+        self.written.pop(uid, None)
+        self.metrics.set_phase(uid, None)
+
+
+async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome:
+    """Reconcile one Application under its lock and record the metrics."""
+    snapshot = dict(body)
+    uid = str(snapshot["metadata"]["uid"])
+    async with ctx.lock(uid):
+        started = time.perf_counter()
+        try:
+            outcome = await asyncio.to_thread(reconcile, ctx.cluster, snapshot)
+        except ApiException as exc:
+            ctx.metrics.reconciles.labels(outcome="error").inc()
+            detail = f"the API server answered {exc.status}: {api_message(exc)}"
+            if exc.status in (400, 422):
+                raise kopf.PermanentError(f"a child object was refused: {detail}") from None
+            raise kopf.TemporaryError(f"{detail}; retrying", delay=RETRY_DELAY) from None
+        finally:
+            ctx.metrics.duration.observe(time.perf_counter() - started)
+    ctx.metrics.reconciles.labels(outcome=outcome.phase.lower()).inc()
+    ctx.metrics.set_phase(uid, outcome.phase)
+    if outcome.versions:
+        ctx.written[uid] = outcome.versions
+    for kind, count in outcome.applied.items():
+        ctx.metrics.children_applied.labels(kind=kind).inc(count)
+    return outcome
+
+
+async def resync_loop(ctx: OperatorContext) -> None:
+    """Reconcile dirty Applications soon and all of them every ``ctx.resync`` seconds."""
+    last_full = time.monotonic()
+    while True:
+        remaining = max(0.0, ctx.resync - (time.monotonic() - last_full))
+        try:
+            await asyncio.wait_for(ctx._wake.wait(), timeout=remaining)
+            await asyncio.sleep(COALESCE)  # let a burst of child events coalesce
+        except TimeoutError:
+            pass
+        ctx._wake.clear()
+        if time.monotonic() - last_full >= ctx.resync:
+            due, last_full = set(ctx.apps), time.monotonic()
+        else:
+            due = set(ctx.dirty)
+        ctx.dirty -= due
+        for uid in sorted(due):
+            body = ctx.apps.get(uid)
+            if body is None or body["metadata"].get("deletionTimestamp"):
+                continue
+            try:
+                await run_reconcile(ctx, body)
+            except (kopf.PermanentError, kopf.TemporaryError) as exc:
+                meta = body["metadata"]
+                logger.warning("resync of %s/%s failed: %s", meta["namespace"], meta["name"], exc)
+
+
+def register(registry: kopf.OperatorRegistry) -> None:
+    """Register every handler of the operator into ``registry``."""
+    resource = (API_GROUP, API_VERSION, PLURAL)
+
+    @kopf.on.resume(*resource, id="reconcile", registry=registry)
+    @kopf.on.create(*resource, id="reconcile", registry=registry)
+    @kopf.on.update(*resource, id="reconcile", registry=registry)
+    async def reconcile_handler(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        ctx: OperatorContext = memo["ctx"]
+        ctx.remember(body)
+        outcome = await run_reconcile(ctx, body)
+        if outcome.stalled:
+            raise kopf.PermanentError(
+                f"{outcome.observed.stall_reason}: {outcome.observed.stall_message}"
+            )
+
+    @kopf.on.event(*resource, id="track", registry=registry)
+    async def track_application(
+        body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any
+    ) -> None:
+        ctx: OperatorContext = memo["ctx"]
+        uid = str(body.metadata.uid)
+        if type == "DELETED":
+            ctx.forget(uid)
+        else:
+            ctx.remember(body)
+
+    for kind in CHILD_KINDS:
+        group, _, version = kind.api_version.rpartition("/")
+
+        @kopf.on.event(
+            group=group,
+            version=version,
+            plural=kind.plural,
+            id=f"watch-{kind.plural}",
+            registry=registry,
+            labels={"app.kubernetes.io/managed-by": MANAGED_BY},
+        )
+        async def child_changed(
+            body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any
+        ) -> None:
+            ctx: OperatorContext = memo["ctx"]
+            for ref in body.metadata.get("ownerReferences") or []:
+                if ref.get("kind") != "Application":
+                    continue
+                uid = str(ref.get("uid"))
+                if type == "DELETED" or not ctx.is_own_write(uid, body):
+                    ctx.mark_dirty(uid)  # drift or a status change; our own echo is skipped

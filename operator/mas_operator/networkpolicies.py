@@ -1,0 +1,89 @@
+"""``build_network_policy``: each agent pod reaches only what its routes need.
+
+Egress: DNS, the pods of each agent of this Application it routes to (on that agent's A2A
+ports), each external peer (an IP address becomes an ``ipBlock``; a host name can only be
+allowed by port, since a NetworkPolicy cannot name hosts), and the configured model endpoint.
+Ingress: the A2A ports from anywhere (the endpoint is deployed: publicly available), the
+metrics port only from ``spec.runtime.network_policy.metrics_namespace`` when it is set.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from mas_operator.names import (
+    METRICS_PORT,
+    PORT_GRPC,
+    PORT_HTTP,
+    child_labels,
+    selector_labels,
+)
+from mas_operator.plan import AgentPlan, Peer, Plan
+
+DNS_PORTS = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+
+
+def _ip_block(host: str | None) -> dict[str, Any] | None:
+    if host is None:
+        return None
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    bits = 32 if address.version == 4 else 128
+    return {"ipBlock": {"cidr": f"{address}/{bits}"}}
+
+
+def _egress_rule(plan: Plan, peer: Peer) -> dict[str, Any]:
+    rule: dict[str, Any] = {"ports": [{"protocol": "TCP", "port": peer.port}]}
+    if peer.agent is not None:
+        rule["to"] = [{"podSelector": {"matchLabels": selector_labels(plan.name, peer.agent)}}]
+    else:
+        block = _ip_block(peer.host)
+        if block is not None:
+            rule["to"] = [block]
+    return rule
+
+
+def _ingress_rules(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
+    a2a = [{"protocol": "TCP", "port": PORT_HTTP}]
+    if agent.grpc_port is not None:
+        a2a.append({"protocol": "TCP", "port": PORT_GRPC})
+    rules: list[dict[str, Any]] = [{"ports": a2a}]
+    metrics_namespace = plan.app.spec.runtime.network_policy.metrics_namespace
+    if metrics_namespace:
+        rules.append(
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": metrics_namespace}
+                        }
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": METRICS_PORT}],
+            }
+        )
+    return rules
+
+
+def build_network_policy(plan: Plan, agent: AgentPlan) -> dict[str, Any]:
+    """The NetworkPolicy of one deployed agent's pods."""
+    egress: list[dict[str, Any]] = [{"to": [{"namespaceSelector": {}}], "ports": DNS_PORTS}]
+    egress += [_egress_rule(plan, peer) for peer in agent.peers]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {
+            "name": agent.name,
+            "namespace": plan.namespace,
+            "labels": child_labels(plan.name, agent.agent),
+        },
+        "spec": {
+            "podSelector": {"matchLabels": selector_labels(plan.name, agent.agent)},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": _ingress_rules(plan, agent),
+            "egress": egress,
+        },
+    }

@@ -1,0 +1,213 @@
+"""From an Application document to a plan: what the operator runs for each deployed agent.
+
+:func:`plan_application` validates the document as the operator sees it (a deployed agent's
+url may be omitted: it defaults to ``http://<service>.<namespace>.svc:8080``), fills in those
+default urls *before* building routes (so peers route to the Service), and describes each
+runtime: its ports, the agents it hosts in-process, whom it reaches and which Secret keys it
+needs. It is pure: no API calls; the builders turn a plan into manifests.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from mas.infra.addresses import normalize_url, parse_advertised_url
+from mas.infra.errors import ApplicationInvalid, Problem
+from mas.infra.models import Application, SecretKeyRef
+from mas.infra.routes import Route
+from mas.infra.wiring import Wired, wire
+from mas.runtime.registry import default_registry
+from mas_operator.names import CARD_PATH, DEFAULT_HTTP_PORT, METRICS_PORT, child_name
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Peer:
+    """Where a runtime's outbound traffic goes: an agent of this Application or an address."""
+
+    port: int
+    agent: str | None = None
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    """One deployed agent: its runtime pod, Service and policy."""
+
+    agent: str
+    name: str
+    url: str
+    card_url: str
+    http_port: int
+    grpc_port: int | None
+    hosted: tuple[str, ...]
+    routes: tuple[Route, ...]
+    peers: tuple[Peer, ...]
+    secrets: tuple[SecretKeyRef, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the builders need for one Application."""
+
+    name: str
+    namespace: str
+    generation: int | None
+    document: Mapping[str, Any]
+    wired: Wired
+    agents: tuple[AgentPlan, ...] = field(default=())
+
+    @property
+    def app(self) -> Application:
+        """The validated model (with default urls filled in)."""
+        return self.wired.app
+
+    def agent(self, agent: str) -> AgentPlan:
+        """The plan of one deployed agent."""
+        return next(a for a in self.agents if a.agent == agent)
+
+
+def default_url(application: str, agent: str, namespace: str) -> str:
+    """The in-cluster advertised url of a deployed agent whose endpoint has no url."""
+    return f"http://{child_name(application, agent)}.{namespace}.svc:{DEFAULT_HTTP_PORT}"
+
+
+def _with_default_urls(document: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    doc = copy.deepcopy(dict(document))
+    name = str((doc.get("metadata") or {}).get("name", ""))
+    spec = doc.get("spec")
+    endpoints = spec.get("endpoints") if isinstance(spec, dict) else None
+    if not isinstance(endpoints, dict):
+        return doc
+    for agent, endpoint in endpoints.items():
+        if not isinstance(endpoint, dict) or endpoint.get("url") is not None:
+            continue
+        usage = endpoint.get("usage")
+        deployed = usage in ("deploy", "use-and-deploy") or (
+            usage is None and endpoint.get("expose") is True
+        )
+        if deployed:
+            endpoint["url"] = default_url(name, str(agent), namespace)
+    return doc
+
+
+def _model_peer(params: Mapping[str, Any], model_type: str) -> Peer | None:
+    for key in ("base_url", "url", "endpoint"):
+        url = params.get(key)
+        if isinstance(url, str):
+            parts = urlsplit(url)
+            try:
+                port = parts.port
+            except ValueError:
+                return None
+            default = 443 if parts.scheme == "https" else 80
+            return Peer(port if port is not None else default, host=parts.hostname)
+    if model_type == "openai":
+        return Peer(443)
+    return None
+
+
+def _unique(items: list[_T]) -> tuple[_T, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> AgentPlan:
+    spec = app.spec
+    endpoint = spec.endpoints[agent]
+    url = normalize_url(endpoint.url or default_url(app.metadata.name, agent, namespace))
+    http_port = parse_advertised_url(url).port
+    hosted = wired.routes.runtimes[agent]
+    routes = tuple(r for source in hosted for r in wired.routes.from_agent(source))
+    peers: list[Peer] = []
+    secrets: list[SecretKeyRef] = []
+    for route in routes:
+        if route.kind != "remote":
+            continue
+        target = spec.endpoints[route.target]
+        if target.deployed and route.target in spec.agency.agents:
+            peer_url = target.url or default_url(app.metadata.name, route.target, namespace)
+            port = parse_advertised_url(peer_url).port
+            peers.append(Peer(port, agent=route.target))
+            if target.a2a.grpc_port is not None:
+                peers.append(Peer(target.a2a.grpc_port, agent=route.target))
+        elif route.url is not None:
+            address = parse_advertised_url(route.url)
+            peers.append(Peer(address.port, host=address.host))
+        secrets += [h.secret_key_ref for h in route.headers.values() if h.secret_key_ref]
+    for source in hosted:
+        model = spec.agency.agents[source].spec.model
+        peer = _model_peer(model.params, model.type)
+        if peer is not None:
+            peers.append(peer)
+    unique_secrets = {(ref.name, ref.key): ref for ref in secrets}
+    return AgentPlan(
+        agent=agent,
+        name=child_name(app.metadata.name, agent),
+        url=url,
+        card_url=url + CARD_PATH,
+        http_port=http_port,
+        grpc_port=endpoint.a2a.grpc_port,
+        hosted=hosted,
+        routes=routes,
+        peers=_unique(peers),
+        secrets=tuple(unique_secrets.values()),
+    )
+
+
+def _port_problems(app: Application) -> list[Problem]:
+    problems = []
+    for agent, endpoint in app.spec.endpoints.items():
+        if not endpoint.deployed or endpoint.url is None:
+            continue
+        where = f"spec.endpoints.{agent}"
+        if parse_advertised_url(endpoint.url).port == METRICS_PORT:
+            problems.append(
+                Problem(
+                    f"{where}.url",
+                    f"port {METRICS_PORT} is the runtime's metrics port; "
+                    "choose another port for the A2A listener",
+                )
+            )
+        if endpoint.a2a.grpc_port == METRICS_PORT:
+            problems.append(
+                Problem(
+                    f"{where}.a2a.grpc_port",
+                    f"{METRICS_PORT} is the runtime's metrics port; choose another port for gRPC",
+                )
+            )
+    return problems
+
+
+def plan_application(document: Mapping[str, Any], namespace: str | None = None) -> Plan:
+    """Validate and wire ``document`` as the operator does; describe each deployed agent.
+
+    Raises :class:`~mas.infra.errors.WiringError` when delegation targets are missing and
+    :class:`~mas.infra.errors.ApplicationInvalid` for any other problem (all listed).
+    """
+    metadata = document.get("metadata") or {}
+    ns = namespace or metadata.get("namespace") or "default"
+    filled = _with_default_urls(document, ns)
+    wired = wire(filled, default_registry().known_plugins(), require_urls=False)
+    problems = _port_problems(wired.app)
+    if problems:
+        raise ApplicationInvalid(problems)
+    agents = tuple(
+        _agent_plan(wired.app, wired, listener.agent, ns) for listener in wired.routes.listeners
+    )
+    kept = {"apiVersion": filled.get("apiVersion"), "kind": filled.get("kind")}
+    kept["metadata"] = {"name": wired.app.metadata.name, "namespace": ns}
+    kept["spec"] = filled.get("spec")
+    generation = metadata.get("generation")
+    return Plan(
+        name=wired.app.metadata.name,
+        namespace=ns,
+        generation=generation if isinstance(generation, int) else None,
+        document=kept,
+        wired=wired,
+        agents=agents,
+    )

@@ -1,0 +1,243 @@
+"""One idempotent, level-based reconcile of an Application: create, update, resume, repair.
+
+Steps: plan the document (validate and wire); list the children that exist; when the plan
+fails, touch no child and report ``Stalled`` (a bad update keeps the running children exactly
+as they were); otherwise server-side apply every child (owned by the Application), delete
+owned children the plan no longer has, and report readiness from the Deployments.
+The function does blocking API I/O: handlers run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.client import ApiException
+
+from mas.infra.errors import ApplicationInvalid
+from mas_operator.children import CHILD_KINDS, build_children, secret_names
+from mas_operator.conditions import (
+    APPLY_REFUSED,
+    INVALID_SPEC,
+    MISSING_DELEGATION_TARGET,
+    STALLED,
+    AgentObserved,
+    Observed,
+    build_status,
+    phase_of,
+)
+from mas_operator.kube import Cluster, api_message
+from mas_operator.manifests import owned
+from mas_operator.names import (
+    ANNOTATION_CARD_URL,
+    ANNOTATION_GENERATION,
+    ANNOTATION_URL,
+    LABEL_AGENT,
+    application_selector,
+)
+from mas_operator.plan import Plan, plan_application
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one reconcile did and found."""
+
+    phase: str
+    observed: Observed
+    applied: Mapping[str, int] = field(default_factory=dict)
+    deleted: int = 0
+    versions: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    @property
+    def stalled(self) -> bool:
+        return self.observed.stalled
+
+
+def _document(body: Mapping[str, Any]) -> dict[str, Any]:
+    meta = body.get("metadata") or {}
+    return {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "generation": meta.get("generation"),
+        },
+        "spec": body.get("spec"),
+    }
+
+
+def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return any(ref.get("uid") == uid for ref in refs)
+
+
+def _deployment_ready(dep: Mapping[str, Any]) -> tuple[int, int, bool]:
+    spec, status = dep.get("spec") or {}, dep.get("status") or {}
+    want = int(spec.get("replicas", 1))
+    ready = int(status.get("readyReplicas") or 0)
+    complete = (
+        int(status.get("observedGeneration") or 0) >= int(dep["metadata"].get("generation") or 0)
+        and int(status.get("updatedReplicas") or 0) >= want
+        and int(status.get("availableReplicas") or 0) >= want
+        and int(status.get("replicas") or 0) <= want
+        and ready >= want
+    )
+    return want, ready, complete
+
+
+def _observe_agents(
+    deployments: list[dict[str, Any]], services: list[dict[str, Any]]
+) -> dict[str, AgentObserved]:
+    annotations = {
+        (s["metadata"].get("labels") or {}).get(LABEL_AGENT): s["metadata"].get("annotations") or {}
+        for s in services
+    }
+    out: dict[str, AgentObserved] = {}
+    for dep in deployments:
+        agent = (dep["metadata"].get("labels") or {}).get(LABEL_AGENT)
+        if not agent:
+            continue
+        want, ready, complete = _deployment_ready(dep)
+        notes = annotations.get(agent, {})
+        out[agent] = AgentObserved(
+            want, ready, complete, notes.get(ANNOTATION_URL), notes.get(ANNOTATION_CARD_URL)
+        )
+    return dict(sorted(out.items()))
+
+
+def _wiring_summary(plan: Plan) -> str:
+    routes = plan.wired.routes
+    remote = sum(1 for r in routes.routes if r.kind == "remote")
+    return (
+        f"{len(routes.routes)} routes resolved ({remote} remote), "
+        f"{len(plan.agents)} deployed agents"
+    )
+
+
+def _stall(error: ApplicationInvalid) -> tuple[str, str]:
+    only_missing = bool(error.missing) and len(error.missing) == len(error.problems)
+    reason = MISSING_DELEGATION_TARGET if only_missing else INVALID_SPEC
+    return reason, "; ".join(str(p) for p in error.problems)
+
+
+def _was_stalled(body: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    for cond in (body.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == STALLED and cond.get("status") == "True":
+            return cond.get("reason"), cond.get("observedGeneration")
+    return None, None
+
+
+def _apply_all(
+    cluster: Cluster,
+    body: Mapping[str, Any],
+    desired: list[dict[str, Any]],
+    *,
+    existing: Mapping[str, list[dict[str, Any]]],
+    generation: int | None,
+    summary: str,
+) -> list[dict[str, Any]]:
+    """Apply every child; on an API failure, say so in the status, then re-raise."""
+    applied = []
+    for manifest in desired:
+        try:
+            applied.append(cluster.apply(manifest))
+        except ApiException as exc:
+            meta = body["metadata"]
+            what = f"applying {manifest['kind']} {manifest['metadata']['name']} failed"
+            message = f"{what}: {api_message(exc)}"
+            agents = _observe_agents(existing["Deployment"], existing["Service"])
+            if exc.status in (400, 422):
+                seen = Observed(generation, agents, APPLY_REFUSED, message, wiring_summary=summary)
+            else:
+                seen = Observed(generation, agents, wiring_summary=summary, apply_error=message)
+            try:
+                cluster.patch_status(
+                    meta["namespace"], meta["name"], build_status(seen, body.get("status"))
+                )
+            except ApiException as status_exc:
+                logger.warning(
+                    "could not report %r in the status of %s/%s: %s",
+                    message,
+                    meta["namespace"],
+                    meta["name"],
+                    api_message(status_exc),
+                )
+            raise
+    return applied
+
+
+def reconcile(cluster: Cluster, body: Mapping[str, Any]) -> Outcome:
+    """Bring the children of ``body`` to what its spec asks; write its status."""
+    meta = body["metadata"]
+    name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
+    generation = meta.get("generation")
+    selector = application_selector(name)
+    existing = {
+        kind.kind: [
+            o for o in cluster.list_children(kind, namespace, selector) if _owned_by(o, uid)
+        ]
+        for kind in CHILD_KINDS
+    }
+    try:
+        plan = plan_application(_document(body), namespace)
+    except ApplicationInvalid as error:
+        reason, message = _stall(error)
+        deployments = existing["Deployment"]
+        kept = next(
+            (d["metadata"].get("annotations", {}).get(ANNOTATION_GENERATION) for d in deployments),
+            None,
+        )
+        seen = Observed(
+            generation, _observe_agents(deployments, existing["Service"]), reason, message, kept
+        )
+        cluster.patch_status(namespace, name, build_status(seen, body.get("status")))
+        if _was_stalled(body) != (reason, generation):
+            cluster.post_event(body, "Warning", reason, message)
+        logger.warning("Application %s/%s is stalled (%s): %s", namespace, name, reason, message)
+        return Outcome(phase_of(seen), seen)
+    versions = cluster.secret_versions(namespace, secret_names(plan))
+    desired = [owned(m, body) for m in build_children(plan, versions)]
+    applied = _apply_all(
+        cluster,
+        body,
+        desired,
+        existing=existing,
+        generation=generation,
+        summary=_wiring_summary(plan),
+    )
+    wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
+    deleted = 0
+    for kind in CHILD_KINDS:
+        for obj in existing[kind.kind]:
+            if (kind.kind, obj["metadata"]["name"]) not in wanted:
+                cluster.delete(kind, namespace, obj["metadata"]["name"])
+                deleted += 1
+    seen = Observed(
+        generation,
+        _observe_agents(
+            [a for a in applied if a.get("kind") == "Deployment"],
+            [a for a in applied if a.get("kind") == "Service"],
+        ),
+        wiring_summary=_wiring_summary(plan),
+    )
+    cluster.patch_status(namespace, name, build_status(seen, body.get("status")))
+    logger.debug(
+        "Application %s/%s: applied %d children, deleted %d, %s ready",
+        namespace,
+        name,
+        len(applied),
+        deleted,
+        seen.agents_ready,
+    )
+    applied_kinds = Counter(str(m["kind"]) for m in desired)
+    written = {
+        (str(m["kind"]), str(m["metadata"]["name"])): str(a["metadata"]["resourceVersion"])
+        for m, a in zip(desired, applied, strict=True)
+    }
+    return Outcome(phase_of(seen), seen, dict(applied_kinds), deleted, written)

@@ -1,0 +1,83 @@
+"""``mas-operator`` as a user runs it: exit codes, messages, and render's manifests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mas_operator.children import build_children
+from mas_operator.manifests import dump_manifests
+from mas_operator.plan import plan_application
+
+pytestmark = pytest.mark.timeout(60)
+
+REPO = Path(__file__).resolve().parent.parent.parent
+EXAMPLE = REPO / "examples" / "agency.yaml"
+
+
+def mas_operator(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mas_operator.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+
+
+def test_render_prints_what_the_operator_applies() -> None:
+    out = mas_operator("render", "-f", str(EXAMPLE), "-n", "demo")
+    assert out.returncode == 0, out.stderr
+    plan = plan_application(yaml.safe_load(EXAMPLE.read_text()), "demo")
+    assert out.stdout == dump_manifests(build_children(plan))
+    kinds = [d["kind"] for d in yaml.safe_load_all(out.stdout)]
+    assert kinds == ["ConfigMap", "Service", "Deployment", "NetworkPolicy"] * 2
+
+
+def test_render_of_an_invalid_document_names_every_problem(tmp_path: Path) -> None:
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["spec"]["agency"]["agents"]["concierge"]["spec"]["delegates_to"] = ["ghost"]
+    doc["spec"]["endpoints"]["researcher"]["usage"] = "sometimes"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = mas_operator("render", "-f", str(path))
+    assert out.returncode == 1
+    assert out.stdout == ""
+    assert "error: spec.endpoints.researcher.usage: 'sometimes'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_render_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    out = mas_operator("render", "-f", str(tmp_path / "nope.yaml"))
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: ")
+    assert "nope.yaml" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_run_needs_a_namespace_or_all_namespaces() -> None:
+    out = mas_operator("run")
+    assert out.returncode == 2
+    assert "one of the arguments -n/--namespace -A/--all-namespaces is required" in out.stderr
+
+
+def test_run_refuses_a_bad_resync_naming_what_is_accepted() -> None:
+    out = mas_operator("run", "-A", "--resync", "soon")
+    assert out.returncode == 2
+    assert "'soon' is not a number of seconds" in out.stderr
+
+
+def test_run_without_credentials_says_where_it_looked(tmp_path: Path) -> None:
+    out = mas_operator("run", "-A", "--kubeconfig", str(tmp_path / "missing"))
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: no cluster credentials (tried --kubeconfig")
+    assert "Traceback" not in out.stderr
+
+
+def test_run_refuses_a_liveness_url_it_cannot_serve() -> None:
+    out = mas_operator("run", "-A", "--liveness", "healthz")
+    assert out.returncode == 2
+    assert "'healthz' is not a liveness URL; accepted: http://HOST:PORT[/PATH]" in out.stderr
