@@ -22,6 +22,7 @@ from mas.infra.routes import Route
 from mas.infra.wiring import Wired, wire
 from mas.runtime.registry import default_registry
 from mas_operator.names import CARD_PATH, DEFAULT_HTTP_PORT, METRICS_PORT, child_name
+from mas_operator.volumes import sqlite_problems
 
 _T = TypeVar("_T")
 
@@ -144,6 +145,8 @@ def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> A
         peer = _model_peer(model.params, model.type)
         if peer is not None:
             peers.append(peer)
+    store = endpoint.a2a.task_store  # the task store's URL and push key, when from Secrets
+    secrets += [r for r in (store.url_secret_key_ref, store.push_config_key_secret_key_ref) if r]
     unique_secrets = {(ref.name, ref.key): ref for ref in secrets}
     return AgentPlan(
         agent=agent,
@@ -193,7 +196,7 @@ def plan_application(document: Mapping[str, Any], namespace: str | None = None) 
     ns = namespace or metadata.get("namespace") or "default"
     filled = _with_default_urls(document, ns)
     wired = wire(filled, default_registry().known_plugins(), require_urls=False)
-    problems = _port_problems(wired.app)
+    problems = _port_problems(wired.app) + sqlite_problems(wired.app)
     if problems:
         raise ApplicationInvalid(problems)
     agents = tuple(
