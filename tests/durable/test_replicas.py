@@ -12,6 +12,7 @@ from a2a.client import Client
 from a2a.helpers import get_message_text
 from a2a.server.cluster import (
     ConcurrentTaskModificationError,
+    TaskVersion,
     VersionedDatabaseTaskStore,
 )
 from a2a.server.context import ServerCallContext
@@ -134,46 +135,44 @@ async def test_without_the_guard_the_sdk_overwrites_canceled(
 
 
 async def test_the_sdk_store_alone_overwrites_canceled_and_the_guard_refuses(pg_url: str) -> None:
-    """Reproduces the overwrite on the SDK's own versioned store: a writer holding the
-    current version may move CANCELED to COMPLETED. The guard refuses the same write."""
+    """On the SDK's own versioned store a writer that has read the current (CANCELED)
+    version may move the task to COMPLETED. Through the guard the same write is refused."""
     engine = create_async_engine(pg_url)
     context = ServerCallContext()
     try:
         sdk = VersionedDatabaseTaskStore(engine)
         await sdk.initialize()
-        guarded = FinalStateVersionedStore(sdk)
-        for store, task_id in ((sdk, "t-sdk"), (guarded, "t-guarded")):
-            task = Task(
+        for store in (sdk, FinalStateVersionedStore(sdk)):
+            task_id = f"t-{type(store).__name__}"
+            working = Task(
                 id=task_id, context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_WORKING)
             )
-            from a2a.server.cluster import TaskVersion
-
             version = await sdk.save(
-                task, event=None, prev=None, prev_version=TaskVersion.MISSING, context=context
+                working, event=None, prev=None, prev_version=TaskVersion.MISSING, context=context
             )
             canceled = Task()
-            canceled.CopyFrom(task)
+            canceled.CopyFrom(working)
             canceled.status.state = TaskState.TASK_STATE_CANCELED
-            version = await sdk.save(
-                canceled, event=None, prev=task, prev_version=version, context=context
+            await sdk.save(
+                canceled, event=None, prev=working, prev_version=version, context=context
             )
+            seen = await store.get(task_id, context)  # what the SDK does before it writes
+            assert seen is not None
             completed = Task()
-            completed.CopyFrom(task)
+            completed.CopyFrom(seen.task)
             completed.status.state = TaskState.TASK_STATE_COMPLETED
+            write = store.save(
+                completed, event=None, prev=seen.task, prev_version=seen.version, context=context
+            )
             if store is sdk:
-                await sdk.save(
-                    completed, event=None, prev=canceled, prev_version=version, context=context
-                )
+                await write
             else:
                 with pytest.raises(ConcurrentTaskModificationError):
-                    await store.save(
-                        completed, event=None, prev=canceled, prev_version=version, context=context
-                    )
-        overwritten = await sdk.get("t-sdk", context)
-        kept = await sdk.get("t-guarded", context)
+                    await write
+        overwritten = await sdk.get("t-VersionedDatabaseTaskStore", context)
+        kept = await sdk.get("t-FinalStateVersionedStore", context)
     finally:
         await engine.dispose()
-    assert (
-        overwritten is not None and overwritten.task.status.state == TaskState.TASK_STATE_COMPLETED
-    )
-    assert kept is not None and kept.task.status.state == TaskState.TASK_STATE_CANCELED
+    assert overwritten is not None and kept is not None
+    assert overwritten.task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert kept.task.status.state == TaskState.TASK_STATE_CANCELED

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 
 from a2a.server.cluster import (
@@ -48,20 +49,19 @@ TERMINAL_STATES = frozenset(
 )
 
 
-def refuses(stored: Task | None, task: Task) -> bool:
-    """Whether writing ``task`` over ``stored`` would leave a terminal state."""
-    return (
-        stored is not None
-        and stored.status.state in TERMINAL_STATES
-        and task.status.state != stored.status.state
-    )
+MAX_REMEMBERED = 50_000
 
 
-def _refusal(stored: Task, task: Task) -> ConcurrentTaskModificationError:
+def refuses(stored: TaskState | None, task: Task) -> bool:
+    """Whether writing ``task`` over a task stored in state ``stored`` leaves a terminal state."""
+    return stored is not None and stored in TERMINAL_STATES and task.status.state != stored
+
+
+def _refusal(stored: TaskState, task: Task) -> ConcurrentTaskModificationError:
     logger.info(
         "task %s is %s: a write moving it to %s is refused (a terminal state is final)",
         task.id,
-        TaskState.Name(stored.status.state),
+        TaskState.Name(stored),
         TaskState.Name(task.status.state),
     )
     return ConcurrentTaskModificationError(task.id)
@@ -77,8 +77,8 @@ class FinalStateTaskStore(TaskStore):
     async def save(self, task: Task, context: ServerCallContext) -> None:
         async with self._lock:  # one process: the check and the write are one step
             stored = await self.inner.get(task.id, context)
-            if stored is not None and refuses(stored, task):
-                raise _refusal(stored, task)
+            if stored is not None and refuses(stored.status.state, task):
+                raise _refusal(stored.status.state, task)
             await self.inner.save(task, context)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
@@ -94,15 +94,26 @@ class FinalStateTaskStore(TaskStore):
 class FinalStateVersionedStore(VersionedTaskStore):
     """A versioned store that refuses to overwrite a terminal state and records who runs what.
 
-    The inner store commits a write only at ``prev_version`` (or, for CANCELED, only over a
-    non-terminal task), so checking the state stored at that version is race-free. A
-    database error reaches the client as the A2A ``InternalError`` "the task store is
-    unavailable" (the details, which name the database, go to the log).
+    No extra read per write: the inner store commits a write only at ``prev_version`` (a
+    writer that has not seen the latest version fails with the SDK's conflict error and
+    reloads), and a writer learns the latest version only through this store's ``get`` and
+    ``save``. So the terminal states this store has handed out or written (the last
+    :data:`MAX_REMEMBERED` tasks) are all it needs to check. A database error reaches the
+    client as the A2A ``InternalError`` "the task store is unavailable" (the details, which
+    name the database, go to the log).
     """
 
     def __init__(self, inner: VersionedTaskStore, runs: RunBook | None = None) -> None:
         self.inner = inner
         self.runs = runs
+        self._ended: OrderedDict[str, TaskState] = OrderedDict()
+
+    def _note(self, task: Task) -> None:
+        if task.status.state in TERMINAL_STATES:
+            self._ended[task.id] = task.status.state
+            self._ended.move_to_end(task.id)
+            while len(self._ended) > MAX_REMEMBERED:
+                self._ended.popitem(last=False)
 
     async def save(
         self,
@@ -113,10 +124,11 @@ class FinalStateVersionedStore(VersionedTaskStore):
         prev_version: TaskVersion,
         context: ServerCallContext,
     ) -> TaskVersion:
+        ended = self._ended.get(task.id)
+        if refuses(ended, task):
+            assert ended is not None
+            raise _refusal(ended, task)
         async with _unavailable_on_error("save", task.id):
-            stored = await self.inner.get(task.id, context)
-            if stored is not None and refuses(stored.task, task):
-                raise _refusal(stored.task, task)
             terminal = task.status.state in TERMINAL_STATES
             if self.runs is not None and not terminal:
                 await self.runs.claim(task.id, context.user.user_name)
@@ -125,11 +137,15 @@ class FinalStateVersionedStore(VersionedTaskStore):
             )
             if self.runs is not None and terminal:
                 await self.runs.release(task.id)
-            return version
+        self._note(task)
+        return version
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
         async with _unavailable_on_error("get", task_id):
-            return await self.inner.get(task_id, context)
+            stored = await self.inner.get(task_id, context)
+        if stored is not None:
+            self._note(stored.task)
+        return stored
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         async with _unavailable_on_error("list", ""):
