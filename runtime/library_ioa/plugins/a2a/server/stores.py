@@ -43,6 +43,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from a2a.server.cluster import (
     DatabaseTaskEventStream,
@@ -58,7 +59,8 @@ from a2a.server.tasks import (
     PushNotificationConfigStore,
     TaskStore,
 )
-from sqlalchemy.engine import make_url
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -210,6 +212,24 @@ def _reason(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def _engine(url: URL) -> AsyncEngine:
+    """PostgreSQL: a pool with pre-ping. SQLite: one connection in WAL mode, so this
+    process's writers queue for it instead of failing with "database is locked"."""
+    if url.get_backend_name() != "sqlite":
+        return create_async_engine(url, pool_pre_ping=True)
+    engine = create_async_engine(
+        url, pool_size=1, max_overflow=0, pool_timeout=60, connect_args={"timeout": 30}
+    )
+
+    def wal(connection: Any, _: Any) -> None:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    event.listen(engine.sync_engine, "connect", wal)
+    return engine
+
+
 def _lease_from(env: Mapping[str, str]) -> float:
     text = env.get(LEASE_VARIABLE)
     if text is None:
@@ -265,7 +285,7 @@ def build_task_stores(
     try:
         parsed = make_url(url)
         shown = parsed.render_as_string(hide_password=True)
-        engine = create_async_engine(parsed, pool_pre_ping=parsed.get_backend_name() != "sqlite")
+        engine = _engine(parsed)
     except (ArgumentError, ValueError, ImportError) as exc:
         raise TaskStoreError(
             f"a2a.task_store.url: not a usable database URL ({_reason(exc)}); accepted: "
