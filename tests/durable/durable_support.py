@@ -50,12 +50,14 @@ class QuietRunner(ScriptRunner):
 
 
 __all__ = [
+    "START",
     "STEP",
     "QuietRunner",
     "ServeProcess",
     "client_for",
     "get_task",
     "list_tasks",
+    "serve_command",
     "serve_on_store",
     "serve_process",
     "sql_endpoint",

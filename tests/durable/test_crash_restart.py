@@ -16,10 +16,12 @@ from a2a.client import Client
 from a2a.helpers import get_message_text
 from a2a.types import SendMessageRequest, StreamResponse, SubscribeToTaskRequest, TaskState
 from durable_support import (
+    START,
     STEP,
     client_for,
     get_task,
     list_tasks,
+    serve_command,
     serve_on_store,
     serve_process,
 )
@@ -187,3 +189,21 @@ async def test_a_live_replica_fails_the_task_of_a_killed_one(tmp_path: Path, pg_
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_FAILED
     assert failed.status.state == TaskState.TASK_STATE_FAILED
     assert get_message_text(failed.status.message) == LOST_TURN
+
+
+async def test_serve_with_a_store_it_cannot_open_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    app = tmp_path / "app.yaml"
+    store = f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'tasks.db'}"
+    app.write_text(yaml.safe_dump(application(free_port(), store)))
+    process = await asyncio.create_subprocess_exec(
+        *serve_command(app, "front"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(START):
+        out, err = await process.communicate()
+    assert process.returncode == 1
+    assert out == b""
+    [line] = err.decode().splitlines()
+    assert line.startswith(f"error: agent 'front': a2a.task_store: cannot open {store}: ")
+    assert "does not exist" in line

@@ -49,6 +49,9 @@ TERMINAL_STATES = frozenset(
 )
 
 
+INTERRUPTED_STATES = frozenset(
+    {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+)
 MAX_REMEMBERED = 50_000
 
 
@@ -137,6 +140,8 @@ class FinalStateVersionedStore(VersionedTaskStore):
             )
             if self.runs is not None and terminal:
                 await self.runs.release(task.id)
+            elif self.runs is not None and task.status.state in INTERRUPTED_STATES:
+                self.runs.forget(task.id)
         self._note(task)
         return version
 

@@ -170,6 +170,10 @@ class RunBook:
                     )
         self._claimed.add(task_id)
 
+    def forget(self, task_id: str) -> None:
+        """``task_id`` waits for input: whichever replica takes the answer claims it again."""
+        self._claimed.discard(task_id)
+
     async def release(self, task_id: str) -> None:
         """``task_id`` reached a terminal state: nobody runs it any more."""
         self._claimed.discard(task_id)

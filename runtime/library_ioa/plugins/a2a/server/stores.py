@@ -155,15 +155,16 @@ class TaskStores:
                 lost = await self.runs.sweep(self.inner_store(), starting=False)
                 if lost:
                     logger.warning(
-                        "agent %s: %d task(s) of a replica silent for more than %gs are now failed",
+                        "agent %s: %d task(s) of replicas whose lease ran out are now failed",
                         self.agent_id,
                         lost,
-                        self.lease,
                     )
             except (SQLAlchemyError, OSError) as exc:
                 logger.warning(
                     "agent %s: task store heartbeat failed: %s", self.agent_id, _reason(exc)
                 )
+            except Exception:  # the heartbeat must outlive any surprise, or others fail our tasks
+                logger.exception("agent %s: task store heartbeat failed", self.agent_id)
 
     async def aclose(self) -> None:
         """Stop the heartbeat, leave the replica table and close the engine."""
