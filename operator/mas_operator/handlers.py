@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 RETRY_DELAY = 5.0
 COALESCE = 0.2
+RESYNC_CONCURRENCY = 4  # Applications reconciled at once by the resync loop
 
 
 @dataclass
@@ -46,8 +47,15 @@ class OperatorContext:
     apps: dict[str, dict[str, Any]] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     written: dict[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
+    closing: bool = False
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def close(self) -> None:
+        """Make :func:`resync_loop` return (a flag, not only a cancellation: Python 3.11's
+        ``wait_for`` can swallow a cancellation that races with the event it waits for)."""
+        self.closing = True
+        self._wake.set()
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self._locks.setdefault(uid, asyncio.Lock())
@@ -104,7 +112,8 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
 async def resync_loop(ctx: OperatorContext) -> None:
     """Reconcile dirty Applications soon and all of them every ``ctx.resync`` seconds."""
     last_full = time.monotonic()
-    while True:
+    slots = asyncio.Semaphore(RESYNC_CONCURRENCY)
+    while not ctx.closing:
         remaining = max(0.0, ctx.resync - (time.monotonic() - last_full))
         try:
             await asyncio.wait_for(ctx._wake.wait(), timeout=remaining)
@@ -112,20 +121,26 @@ async def resync_loop(ctx: OperatorContext) -> None:
         except TimeoutError:
             pass
         ctx._wake.clear()
+        if ctx.closing:
+            return
         if time.monotonic() - last_full >= ctx.resync:
             due, last_full = set(ctx.apps), time.monotonic()
         else:
             due = set(ctx.dirty)
         ctx.dirty -= due
-        for uid in sorted(due):
-            body = ctx.apps.get(uid)
-            if body is None or body["metadata"].get("deletionTimestamp"):
-                continue
-            try:
-                await run_reconcile(ctx, body)
-            except (kopf.PermanentError, kopf.TemporaryError) as exc:
-                meta = body["metadata"]
-                logger.warning("resync of %s/%s failed: %s", meta["namespace"], meta["name"], exc)
+        await asyncio.gather(*(_resync_one(ctx, uid, slots) for uid in sorted(due)))
+
+
+async def _resync_one(ctx: OperatorContext, uid: str, slots: asyncio.Semaphore) -> None:
+    body = ctx.apps.get(uid)
+    if body is None or body["metadata"].get("deletionTimestamp"):
+        return
+    async with slots:
+        try:
+            await run_reconcile(ctx, body)
+        except (kopf.PermanentError, kopf.TemporaryError) as exc:
+            meta = body["metadata"]
+            logger.warning("resync of %s/%s failed: %s", meta["namespace"], meta["name"], exc)
 
 
 def register(registry: kopf.OperatorRegistry) -> None:

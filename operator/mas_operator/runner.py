@@ -277,6 +277,7 @@ async def _run_kopf(
             stop_flag=stop,
         )
     finally:
+        ctx.close()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

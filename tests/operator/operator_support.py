@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -85,6 +87,21 @@ class RunningOperator:
                 raise self.error
         return self
 
+    def _stacks(self) -> str:
+        """Where the operator's thread and its asyncio tasks are, for a failure message."""
+        frame = sys._current_frames().get(self._thread.ident or 0)
+        lines = ["thread:", *traceback.format_stack(frame)] if frame is not None else []
+        loop = self.handle.loop
+        if loop is not None:
+            for task in asyncio.all_tasks(loop):
+                lines.append(f"task {task.get_name()}: {task.get_coro()!r}")
+                lines += (
+                    traceback.format_stack(task.get_stack(limit=1)[-1])
+                    if task.get_stack(limit=1)
+                    else []
+                )
+        return "".join(lines)
+
     @property
     def alive(self) -> bool:
         return self._thread.is_alive()
@@ -93,7 +110,7 @@ class RunningOperator:
         self.handle.stop()
         self._thread.join(timeout)
         if self._thread.is_alive():
-            pytest.fail(f"the operator did not stop within {timeout:.0f}s")
+            pytest.fail(f"the operator did not stop within {timeout:.0f}s:\n{self._stacks()}")
         if self.error is not None:
             raise self.error
 

@@ -8,6 +8,7 @@ need more than one field. Plugin names are checked against the names the caller 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -35,11 +36,17 @@ class KnownPlugins:
     model: Collection[str] = field(default_factory=lambda: ("echo", "scripted", "openai"))
 
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
 def _path(loc: tuple[int | str, ...]) -> str:
+    """A dotted field path; a key that is not plain text is shown quoted, as ``[...]``."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif not _PLAIN_KEY.match(part) and part != "[key]":
+            out += f"[{part!r}]"
         else:
             out += f".{part}" if out else str(part)
     return out

@@ -12,10 +12,12 @@ prefix) it serves
 
 all built from the a2a-sdk's route factories, ``DefaultRequestHandler``, the task and
 push-config stores of ``a2a.task_store`` (:mod:`library_ioa.plugins.a2a.server.stores`:
-in memory by default, or the SDK's database stores) and ``BasePushNotificationSender``.
-Protocol 1.0 is served, and the 0.3 method names and transports too (``message/send``,
-``tasks/cancel``, REST ``/v1/...``, gRPC ``a2a.v1.A2AService``). A request without an
-``A2A-Version`` header is read as 0.3.
+in memory by default, or the SDK's database stores) and ``BasePushNotificationSender``;
+with ``fast_send`` (the default) a quick blocking send of a new task skips the SDK's
+per-task machinery (``server/fast_handler.py``, ``server/fast_jsonrpc.py``, the same
+answers). Protocol 1.0 is served, and the 0.3 method names and transports too
+(``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC ``a2a.v1.A2AService``). A
+request without an ``A2A-Version`` header is read as 0.3.
 
 Push-notification URLs are accepted as given unless ``push_url_validator`` screens them
 (``a2a.utils.push_url_validator.validate_push_notification_url`` refuses private,
@@ -56,7 +58,8 @@ from library_ioa.plugins.a2a.server.executor import (
     MasLabAgentExecutor,
     TurnMailbox,
 )
-from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
+from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
+from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
@@ -99,6 +102,7 @@ class A2AExposure:
         drain_timeout: float = 10.0,
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
         task_stores: TaskStores | None = None,
+        fast_send: bool = True,
     ) -> None:
         self.agent_id = agent_id
         if compat_0_3 is None:
@@ -125,7 +129,9 @@ class A2AExposure:
                 self._push_client, push_store, push_url_validator=push_url_validator
             )
         self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
-        self.handler = CountingRequestHandler(
+        # A blocking send of a new task skips the SDK's per-task machinery when the turn
+        # answers at once (server/fast_handler.py); fast_send=False is the SDK path only.
+        self.handler = FastSendHandler(
             self.executor,
             self.stores.task_store,
             self.card,
@@ -135,6 +141,7 @@ class A2AExposure:
             push_url_validator=push_url_validator,
             event_stream=self.stores.event_stream,
             agent_id=agent_id,
+            mailbox=mailbox if fast_send else None,
         )
         routes: list[BaseRoute] = [
             Route("/healthz", self._healthz, methods=["GET"]),
@@ -143,7 +150,7 @@ class A2AExposure:
         if metrics_registries is not None:
             routes.append(metrics_route(metrics_registries))
         routes += create_agent_card_routes(self.card)
-        routes += create_jsonrpc_routes(
+        routes += (create_fast_jsonrpc_routes if fast_send else create_jsonrpc_routes)(
             self.handler,
             "/",
             enable_v0_3_compat=compat_0_3,

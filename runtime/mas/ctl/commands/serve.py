@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -38,7 +39,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from library_ioa.plugins.a2a.exposure import metrics_route
-from library_ioa.plugins.a2a.server.listeners import HttpListener, ListenError
+from library_ioa.plugins.a2a.server.listeners import (
+    HttpListener,
+    ListenError,
+    event_loop_factory,
+)
 from mas.ctl.documents import add_document_options, load_wired
 from mas.ctl.session.control import ControlServer
 from mas.ctl.session.exposure import ExposureError, Listeners, bind_listeners
@@ -212,6 +217,9 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
             metrics_url = f"http://{shown}:{metrics.port}/metrics"
         if not args.no_control:
             control = await _start_control(host, agent)
+        # Everything loaded so far lives as long as the process: keep it out of the
+        # collector's full passes, which otherwise stall every request (docs/performance.md).
+        gc.freeze()
         print(
             ready_line(agent, listeners, metrics_url, control.address if control else None),
             flush=True,
@@ -251,7 +259,8 @@ def handle(args: argparse.Namespace) -> int:
     wired = load_wired(args)
     try:
         check_servable(wired, args.agent)
-        return asyncio.run(serve(wired, args))
+        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+            return runner.run(serve(wired, args))
     except ServeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code

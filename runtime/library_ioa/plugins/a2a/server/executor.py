@@ -21,6 +21,9 @@ Mapping (the spec's "Task lifecycle"):
   more requests waiting reports its reply as a ``working`` status update instead of ending
   the task. A request naming a task that has ended is refused with a clear error, never
   silently dropped.
+- A turn the fast handler (``fast_handler.FastSendHandler``) already submitted and hands
+  over in the call state (``ADOPTED_STATE``) is adopted, never submitted twice; its task
+  starts at once, since its grace is spent.
 - ``CancelTask`` withdraws the waiting call (``ticket.cancel_wait()``) and reports
   ``canceled``. It never interrupts the runtime turn: a running turn finishes inside the
   mailbox and its effects (the session history) are kept.
@@ -56,6 +59,8 @@ logger = logging.getLogger(__name__)
 
 # Set by the request handler in the call state: whether the send is a streaming one.
 STREAMING_STATE = "mas.streaming"
+# Set by the fast handler in the call state: a turn it already submitted (``AdoptedTurn``).
+ADOPTED_STATE = "mas.adopted_turn"
 DEFAULT_MESSAGE_GRACE = 0.5
 CLOSED_MEMORY = 60.0
 
@@ -97,6 +102,10 @@ class _ArrivalCounter(SimpleRequestContextBuilder):
         context_id: str | None = None,
         task: Task | None = None,
     ) -> RequestContext:
+        adopted = context.state.get(ADOPTED_STATE)
+        if adopted is not None and not task_id:
+            # The fast handler already chose the ids and started the turn under them.
+            task_id, context_id = adopted.task_id, adopted.context_id
         built = await super().build(context, params, task_id, context_id, task)
         # No await between this check and the note below: a turn's end cannot slip between.
         if task_id and task_id in self._executor.closed:
@@ -160,12 +169,18 @@ class MasLabAgentExecutor(AgentExecutor):
             config.return_immediately or config.HasField("task_push_notification_config")
         )
         run.streaming = bool(context.call_context.state.get(STREAMING_STATE, True))
-        try:
-            ticket = self._mailbox.submit(turn_from_message(message, context_id, task_id))
-        except RuntimeFailure as exc:
-            logger.warning("agent %s refused a turn of %s: %s", self.agent_id, context_id, exc)
-            await run.refuse(str(exc))
-            return
+        adopted = context.call_context.state.pop(ADOPTED_STATE, None)
+        if adopted is not None and adopted.task_id == task_id:
+            # Started by the fast handler, which waited the grace: the task starts now.
+            ticket = adopted.ticket
+            await run.start_task()
+        else:
+            try:
+                ticket = self._mailbox.submit(turn_from_message(message, context_id, task_id))
+            except RuntimeFailure as exc:
+                logger.warning("agent %s refused a turn of %s: %s", self.agent_id, context_id, exc)
+                await run.refuse(str(exc))
+                return
         self._tickets[task_id] = ticket
         try:
             await run.follow(ticket)
@@ -203,4 +218,10 @@ class MasLabAgentExecutor(AgentExecutor):
         return task_id in self._canceled
 
 
-__all__ = ["MasLabAgentExecutor", "TurnMailbox", "TurnTicketLike", "turn_from_message"]
+__all__ = [
+    "ADOPTED_STATE",
+    "MasLabAgentExecutor",
+    "TurnMailbox",
+    "TurnTicketLike",
+    "turn_from_message",
+]

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import grpc
@@ -22,6 +22,20 @@ from starlette.types import ASGIApp
 logger = logging.getLogger(__name__)
 
 START_TIMEOUT = 15.0
+
+
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop when it is installed (the ``uvloop`` dependency), else ``None`` (asyncio's).
+
+    For ``asyncio.Runner(loop_factory=...)`` in a process that serves; uvicorn picks
+    httptools by itself when it is installed.
+    """
+    try:
+        import uvloop
+    except ImportError:
+        logger.debug("uvloop is not installed; serving on asyncio's own event loop")
+        return None
+    return uvloop.new_event_loop
 
 
 class ListenError(OSError):

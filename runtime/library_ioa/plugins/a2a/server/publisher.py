@@ -101,6 +101,10 @@ class TurnPublisher:
             )
         await self._updater.start_work()
 
+    async def start_task(self) -> None:
+        """Start the task now: a turn handed over by the fast handler has spent its grace."""
+        await self._start_task()
+
     async def refuse(self, reason: str) -> None:
         """The mailbox refused the turn (full): the task fails with the reason."""
         await self._start_task()

@@ -1,0 +1,166 @@
+"""Cheaper equivalents of two SDK steps on the hot path, each falling back to the SDK's own.
+
+- :func:`parse_plain_send`: the ``SendMessageRequest`` of the common JSON-RPC params shape
+  (one message with ``role``, ``messageId``, optional ``contextId`` and text parts, nothing
+  else), built directly; ``None`` for anything else, which the caller then reads with
+  protobuf's ``ParseDict`` as the SDK does. For the shape it accepts it builds exactly what
+  ``ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)`` builds.
+- :func:`plain_message_dict`: ``MessageToDict`` of a ``Message`` holding only ids, a role
+  and text parts (the fast handler's answer), built directly; ``None`` for any other.
+- :func:`has_required_fields`: whether the SDK's ``validate_proto_required_fields`` would
+  pass, with the field plan of each message type computed once instead of on every call.
+  Only a ``True`` is trusted; on ``False`` the caller runs the SDK's validator, which
+  raises its own error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.types import Message, Part, Role, SendMessageRequest
+from google.api.field_behavior_pb2 import (  # type: ignore[import-untyped]
+    FieldBehavior,
+    field_behavior,
+)
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message as ProtoMessage
+
+__all__ = ["has_required_fields", "parse_plain_send", "plain_message_dict"]
+
+_MESSAGE_KEYS = frozenset({"role", "messageId", "contextId", "parts"})
+_ROLES = frozenset(Role.keys())
+
+
+def parse_plain_send(params: dict[str, Any]) -> SendMessageRequest | None:
+    """The request of plain params (module docstring), else ``None``."""
+    if params.keys() != {"message"}:
+        return None
+    message = params["message"]
+    if not isinstance(message, dict) or not message.keys() <= _MESSAGE_KEYS:
+        return None
+    role, message_id = message.get("role"), message.get("messageId")
+    context_id, parts = message.get("contextId", ""), message.get("parts")
+    if (
+        type(role) is not str
+        or role not in _ROLES
+        or type(message_id) is not str
+        or type(context_id) is not str
+        or type(parts) is not list
+    ):
+        return None
+    texts: list[str] = []
+    for part in parts:
+        if type(part) is not dict or part.keys() != {"text"} or type(part["text"]) is not str:
+            return None
+        texts.append(part["text"])
+    return SendMessageRequest(
+        message=Message(
+            role=Role.Value(role),
+            message_id=message_id,
+            context_id=context_id,
+            parts=[Part(text=text) for text in texts],
+        )
+    )
+
+
+_PLAIN_MESSAGE_FIELDS = frozenset({"message_id", "context_id", "task_id", "role", "parts"})
+_JSON_NAMES = (("message_id", "messageId"), ("context_id", "contextId"), ("task_id", "taskId"))
+
+
+def plain_message_dict(message: Message) -> dict[str, Any] | None:
+    """``MessageToDict(message)`` for a plain message (module docstring), else ``None``."""
+    present = {field.name for field, _ in message.ListFields()}
+    if not present <= _PLAIN_MESSAGE_FIELDS:
+        return None
+    texts = []
+    for part in message.parts:
+        if [field.name for field, _ in part.ListFields()] != ["text"]:
+            return None
+        texts.append(part.text)
+    # MessageToDict's order is the field numbers' (ids, role, parts); unset fields are left out.
+    result: dict[str, Any] = {
+        json_name: getattr(message, name) for name, json_name in _JSON_NAMES if name in present
+    }
+    if "role" in present:
+        result["role"] = Role.Name(message.role)
+    if texts:
+        result["parts"] = [{"text": text} for text in texts]
+    return result
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    required: bool
+    repeated: bool
+    presence: bool
+    default: Any
+    message: bool  # a singular message or a repeated one (not a map)
+    map_of_messages: bool
+
+
+_PLANS: dict[str, tuple[_Field, ...]] = {}
+
+
+def _is_repeated(field: FieldDescriptor) -> bool:
+    """As the SDK decides it: ``is_repeated`` on newer protobuf, the label before."""
+    is_repeated = getattr(field, "is_repeated", None)
+    if is_repeated is not None:
+        return bool(is_repeated)
+    return bool(field.label == FieldDescriptor.LABEL_REPEATED)
+
+
+def _plan(descriptor: Descriptor) -> tuple[_Field, ...]:
+    plan = _PLANS.get(descriptor.full_name)
+    if plan is None:
+        fields = []
+        for field in descriptor.fields:
+            options = field.GetOptions()
+            is_message = field.type == FieldDescriptor.TYPE_MESSAGE
+            is_map = bool(
+                is_message
+                and field.message_type is not None
+                and field.message_type.GetOptions().map_entry
+            )
+            value_is_message = bool(
+                is_map
+                and field.message_type.fields_by_name["value"].type == FieldDescriptor.TYPE_MESSAGE
+            )
+            fields.append(
+                _Field(
+                    name=field.name,
+                    required=FieldBehavior.REQUIRED in options.Extensions[field_behavior],
+                    repeated=_is_repeated(field),
+                    presence=field.has_presence,
+                    default=field.default_value,
+                    message=is_message and not is_map,
+                    map_of_messages=value_is_message,
+                )
+            )
+        plan = _PLANS[descriptor.full_name] = tuple(fields)
+    return plan
+
+
+def has_required_fields(msg: ProtoMessage) -> bool:
+    """Whether every REQUIRED field of ``msg`` and of its nested messages is set."""
+    for field in _plan(msg.DESCRIPTOR):
+        value = getattr(msg, field.name)
+        if field.required:
+            if field.repeated:
+                if not value:
+                    return False
+            elif field.presence:
+                if not msg.HasField(field.name):
+                    return False
+            elif value == field.default:
+                return False
+        if field.message:
+            if field.repeated:
+                if not all(has_required_fields(item) for item in value):
+                    return False
+            elif msg.HasField(field.name) and not has_required_fields(value):
+                return False
+        elif field.map_of_messages and not all(has_required_fields(v) for v in value.values()):
+            return False
+    return True

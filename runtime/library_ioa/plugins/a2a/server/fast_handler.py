@@ -1,0 +1,203 @@
+"""``FastSendHandler``: the blocking send of a new task without the SDK's per-task machinery.
+
+The SDK's ``DefaultRequestHandler`` runs every send through an ``ActiveTask``: two
+background tasks (producer and consumer), two event queues with their dispatch loops, a
+task manager and a subscriber tap, even when the agent answers with one ``Message`` and
+nothing is ever stored. Profiled under load, that machinery is most of a send's cost.
+
+A blocking ``SendMessage`` that starts a new task (no ``taskId``), asks for no push
+notifications and does not set ``returnImmediately`` is the hot case. For it this handler
+runs the turn on the mailbox itself and waits up to the executor's ``message_grace``:
+
+- the turn ends ``completed`` with text only: the answer is the same one ``Message`` the
+  executor would publish (a new ``messageId``, the request's ``contextId`` or a generated
+  one, the generated ``taskId``, one text part); as with the SDK, no task is stored;
+- anything else (the grace runs out, an artifact, a delegation, another end, a full
+  mailbox): the request goes to the SDK's handler with the ticket already taken, so the
+  executor publishes the turn's events exactly as it would have (the task, its updates,
+  the store, push, cancel, resubscribe), without running the turn twice.
+
+Every other request (a message on an existing task, streaming, ``returnImmediately``, a
+push configuration, every other method) is the SDK's handler unchanged. Validation runs in
+the SDK's order with the SDK's functions, so a bad request gets the same error.
+
+One difference is only visible to a racing observer: a task whose turn emits an artifact
+or a delegation and still ends within the grace is stored when the turn ends rather than
+at that first event (``ListTasks`` during those milliseconds does not show it yet). The
+caller's answer and the stored task are the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.types import Message, Part, Role, SendMessageRequest
+from a2a.utils.input_mode_validator import validate_input_modes
+from a2a.utils.proto_utils import validate_proto_required_fields
+from a2a.utils.task import validate_history_length
+
+from library_ioa.plugins.a2a.server.codec import has_required_fields
+from library_ioa.plugins.a2a.server.executor import (
+    ADOPTED_STATE,
+    STREAMING_STATE,
+    MasLabAgentExecutor,
+    TurnMailbox,
+    turn_from_message,
+)
+from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
+from library_ioa.plugins.a2a.server.publisher import TurnTicketLike
+from mas.runtime.errors import RuntimeFailure
+from mas.runtime.turns import TextDelta, TurnEnded, TurnEvent, TurnInput
+
+__all__ = ["AdoptedTurn", "FastSendHandler", "fast_eligible"]
+
+
+@dataclass
+class AdoptedTurn:
+    """A turn the fast path started and hands to the executor: its ids and ticket."""
+
+    task_id: str
+    context_id: str
+    ticket: TurnTicketLike
+
+
+@dataclass
+class _Replay:
+    """A ticket whose first events were already read: they come again, then the rest."""
+
+    inner: TurnTicketLike
+    stream: AsyncIterator[TurnEvent]
+    seen: list[TurnEvent] = field(default_factory=list)
+
+    @property
+    def turn(self) -> TurnInput:
+        return self.inner.turn
+
+    def events(self) -> AsyncIterator[TurnEvent]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[TurnEvent]:
+        for event in self.seen:
+            yield event
+            if isinstance(event, TurnEnded):
+                return
+        async for event in self.stream:
+            yield event
+
+    def cancel_wait(self) -> None:
+        self.inner.cancel_wait()
+
+
+async def _wait(future: asyncio.Future[Any], timeout: float) -> None:
+    """Until ``future`` is done or ``timeout`` passes (``asyncio.wait`` with less to set up)."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    timer = loop.call_later(timeout, wake)
+    future.add_done_callback(wake)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+        future.remove_done_callback(wake)
+
+
+def fast_eligible(params: SendMessageRequest) -> bool:
+    """Whether a blocking send may take the fast path (a new task, nothing asked of a task)."""
+    if not params.HasField("message") or params.message.task_id:
+        return False
+    config = params.configuration
+    return not (config.return_immediately or config.HasField("task_push_notification_config"))
+
+
+class FastSendHandler(CountingRequestHandler):
+    """The counting SDK handler with the fast blocking send of a new task (module docstring)."""
+
+    def __init__(
+        self,
+        executor: MasLabAgentExecutor,
+        *args: Any,
+        mailbox: TurnMailbox | None,
+        **kwargs: Any,
+    ) -> None:
+        """The SDK handler's arguments, plus the mailbox (``None``: the SDK path only)."""
+        super().__init__(executor, *args, **kwargs)
+        self._executor = executor
+        self._mailbox = mailbox
+
+    async def on_message_send(self, params: Any, context: Any) -> Any:
+        context.state[STREAMING_STATE] = False
+        if (
+            self._mailbox is None
+            or not isinstance(params, SendMessageRequest)
+            or not fast_eligible(params)
+        ):
+            return await self._unary(
+                "SendMessage", DefaultRequestHandler.on_message_send(self, params, context)
+            )
+        return await self._unary("SendMessage", self._send(params, context))
+
+    async def _send(self, params: SendMessageRequest, context: Any) -> Any:
+        # The SDK's checks, in its order (validate_request_params, then _setup_active_task).
+        if not has_required_fields(params):
+            validate_proto_required_fields(params)  # raises the SDK's own error
+        validate_history_length(params.configuration)
+        if self._validate_input_modes:
+            validate_input_modes(params.message, self._agent_card)
+        message = params.message
+        # The ids the SDK's RequestContext would generate (UUIDGenerator).
+        task_id = str(uuid.uuid4())
+        context_id = message.context_id or str(uuid.uuid4())
+        assert self._mailbox is not None
+        try:
+            ticket = self._mailbox.submit(turn_from_message(message, context_id, task_id))
+        except RuntimeFailure:
+            # The executor submits again and reports the refusal as the task's failure.
+            return await DefaultRequestHandler.on_message_send(self, params, context)
+        try:
+            answer = await self._quick_answer(ticket, task_id, context_id)
+        except asyncio.CancelledError:
+            ticket.cancel_wait()
+            raise
+        if isinstance(answer, Message):
+            return answer
+        context.state[ADOPTED_STATE] = AdoptedTurn(task_id, context_id, answer)
+        return await DefaultRequestHandler.on_message_send(self, params, context)
+
+    async def _quick_answer(
+        self, ticket: Any, task_id: str, context_id: str
+    ) -> Message | TurnTicketLike:
+        """The ``Message`` of a quick text-only turn, else the ticket to hand over."""
+        result: asyncio.Future[TurnEnded] | None = getattr(ticket, "result", None)
+        grace = self._executor.message_grace
+        if result is not None and not result.done() and grace > 0:
+            await _wait(result, grace)
+        stream = ticket.events().__aiter__()
+        replay = _Replay(ticket, stream)
+        if result is None or not result.done():
+            return replay  # still running at the end of the grace: the task starts now
+        # The turn has ended, so all its events are queued: reading them does not wait,
+        # and the stream ends by itself after the TurnEnded (no generator left to finalise).
+        async for event in stream:
+            replay.seen.append(event)
+            if not isinstance(event, TextDelta | TurnEnded):
+                return replay
+        end = replay.seen[-1] if replay.seen else None
+        if not isinstance(end, TurnEnded) or end.status != "completed":
+            return replay
+        return Message(
+            role=Role.ROLE_AGENT,
+            message_id=str(uuid.uuid4()),
+            context_id=context_id,
+            task_id=task_id,
+            parts=[Part(text=end.text)],
+        )

@@ -1,0 +1,166 @@
+"""The hot-path codec agrees with the SDK: the same request as ParseDict, the same verdict as
+``validate_proto_required_fields``, on generated inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from a2a.types import Message, Part, Role, SendMessageRequest
+from a2a.utils.errors import InvalidParamsError
+from a2a.utils.proto_utils import validate_proto_required_fields
+from google.protobuf.json_format import MessageToDict, ParseDict
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from library_ioa.plugins.a2a.server.codec import (
+    has_required_fields,
+    parse_plain_send,
+    plain_message_dict,
+)
+
+texts = st.text(max_size=12)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), texts)
+roles = st.sampled_from(["ROLE_USER", "ROLE_AGENT", "ROLE_UNSPECIFIED", "ROLE_NOBODY", ""])
+parts = st.one_of(
+    st.fixed_dictionaries({"text": texts}),
+    st.fixed_dictionaries({"text": scalars}),
+    st.fixed_dictionaries({"data": st.dictionaries(texts, scalars, max_size=2)}),
+    st.fixed_dictionaries({"url": texts, "mediaType": texts}),
+    st.fixed_dictionaries({"text": texts, "metadata": st.dictionaries(texts, scalars, max_size=2)}),
+)
+messages = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.one_of(roles, scalars),
+        "messageId": st.one_of(texts, scalars),
+        "contextId": st.one_of(texts, scalars),
+        "taskId": texts,
+        "parts": st.one_of(st.lists(parts, max_size=3), scalars),
+        "metadata": st.dictionaries(texts, scalars, max_size=2),
+        "referenceTaskIds": st.lists(texts, max_size=2),
+    },
+)
+params = st.one_of(
+    st.fixed_dictionaries({"message": messages}),
+    st.fixed_dictionaries(
+        {"message": messages},
+        optional={
+            "configuration": st.fixed_dictionaries(
+                {},
+                optional={"historyLength": st.integers(-2, 3), "returnImmediately": st.booleans()},
+            )
+        },
+    ),
+    st.dictionaries(st.sampled_from(["message", "tenant", "other"]), scalars, max_size=2),
+)
+
+
+def sdk_parse(value: dict[str, Any]) -> SendMessageRequest | None:
+    try:
+        return ParseDict(value, SendMessageRequest(), ignore_unknown_fields=True)
+    except Exception:
+        return None
+
+
+def sdk_valid(request: SendMessageRequest) -> bool:
+    try:
+        validate_proto_required_fields(request)
+    except InvalidParamsError:
+        return False
+    return True
+
+
+@settings(max_examples=400, deadline=None)
+@given(params)
+def test_plain_parse_is_parse_dict_or_declines(value: dict[str, Any]) -> None:
+    fast = parse_plain_send(value)
+    if fast is not None:
+        expected = sdk_parse(value)
+        assert expected is not None, value
+        assert fast == expected
+        assert fast.SerializeToString(deterministic=True) == expected.SerializeToString(
+            deterministic=True
+        )
+
+
+@settings(max_examples=400, deadline=None)
+@given(params)
+def test_required_fields_verdict_is_the_sdks(value: dict[str, Any]) -> None:
+    request = sdk_parse(value)
+    if request is not None:
+        assert has_required_fields(request) == sdk_valid(request), request
+
+
+def test_the_common_shape_takes_the_plain_parse() -> None:
+    value = {
+        "message": {
+            "role": "ROLE_USER",
+            "messageId": "m-1",
+            "contextId": "c",
+            "parts": [{"text": "hello"}, {"text": "again"}],
+        }
+    }
+    fast = parse_plain_send(value)
+    assert fast is not None and fast == sdk_parse(value)
+    assert has_required_fields(fast)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {
+            "message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "x"}]},
+            "tenant": "t",
+        },
+        {"message": {"role": 1, "messageId": "m", "parts": [{"text": "x"}]}},
+        {"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"data": {}}]}},
+        {"message": {"role": "ROLE_USER", "messageId": "m", "taskId": "t", "parts": []}},
+    ],
+)
+def test_other_shapes_are_left_to_parse_dict(value: dict[str, Any]) -> None:
+    assert parse_plain_send(value) is None
+
+
+def test_a_missing_required_field_is_reported_by_both() -> None:
+    request = sdk_parse({"message": {"role": "ROLE_USER", "parts": [{"text": "no id"}]}})
+    assert request is not None
+    assert not has_required_fields(request)
+    assert not sdk_valid(request)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "role": roles.filter(lambda r: r not in {"ROLE_NOBODY", ""}),
+            "messageId": texts,
+            "contextId": texts,
+            "taskId": texts,
+            "parts": st.lists(
+                parts.filter(lambda p: isinstance(p.get("text", ""), str)), max_size=3
+            ),
+            "metadata": st.dictionaries(texts, scalars, max_size=2),
+            "extensions": st.lists(texts, max_size=1),
+        },
+    )
+)
+def test_plain_message_dict_is_message_to_dict_or_declines(value: dict[str, Any]) -> None:
+    try:
+        message = ParseDict(value, Message(), ignore_unknown_fields=True)
+    except Exception:
+        return
+    fast = plain_message_dict(message)
+    if fast is not None:
+        expected = MessageToDict(message)
+        assert fast == expected
+        assert list(fast) == list(expected)  # the same key order, so the same bytes
+
+
+def test_the_fast_answer_is_rendered_by_the_plain_dict() -> None:
+    message = Message(role=Role.ROLE_AGENT, message_id="m", context_id="c", task_id="t")
+    message.parts.append(Part(text=""))
+    assert plain_message_dict(message) == MessageToDict(message)
+    message.metadata["k"] = "v"
+    assert plain_message_dict(message) is None
