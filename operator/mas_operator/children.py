@@ -1,8 +1,9 @@
 """Every child manifest of an Application, from the plan: the one list both the operator
 and ``mas-operator render`` use.
 
-Per deployed agent, in apply order: ConfigMap, Service, Deployment, then NetworkPolicy when
-``spec.runtime.network_policy.enabled`` (the default).
+Per deployed agent, in apply order: ConfigMap, Service, the PersistentVolumeClaim of a
+SQLite task store, Deployment, then NetworkPolicy when ``spec.runtime.network_policy.enabled``
+(the default).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mas_operator.deployments import build_deployment
 from mas_operator.networkpolicies import build_network_policy
 from mas_operator.plan import AgentPlan, Plan
 from mas_operator.services import build_service
+from mas_operator.volumes import build_task_store_claim
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class ChildKind:
 CHILD_KINDS = (
     ChildKind("v1", "ConfigMap", "configmaps"),
     ChildKind("v1", "Service", "services"),
+    ChildKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
     ChildKind("apps/v1", "Deployment", "deployments"),
     ChildKind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
 )
@@ -61,11 +64,11 @@ def build_agent_children(
     configmap = build_configmap(plan, agent)
     digest = config_hash(configmap["data"])
     secrets = None if secret_versions is None else secrets_hash(plan, agent, secret_versions)
-    children = [
-        configmap,
-        build_service(plan, agent),
-        build_deployment(plan, agent, digest, secrets),
-    ]
+    children = [configmap, build_service(plan, agent)]
+    claim = build_task_store_claim(plan, agent)
+    if claim is not None:
+        children.append(claim)
+    children.append(build_deployment(plan, agent, digest, secrets))
     if plan.app.spec.runtime.network_policy.enabled:
         children.append(build_network_policy(plan, agent))
     return children

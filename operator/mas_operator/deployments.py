@@ -26,6 +26,7 @@ from mas_operator.names import (
     selector_labels,
 )
 from mas_operator.plan import AgentPlan, Plan
+from mas_operator.volumes import task_store_volume
 
 CONTAINER = "runtime"
 
@@ -150,6 +151,11 @@ def build_deployment(
     spec: dict[str, Any] = {}
     if not runtime.autoscaling:
         spec["replicas"] = runtime.replicas
+    tasks = task_store_volume(plan, agent)
+    if tasks is not None:  # a SQLite task file on its claim: one writer, so no rolling
+        pod_spec["volumes"].append(tasks[0])
+        pod_spec["containers"][0]["volumeMounts"].append(tasks[1])
+        spec["strategy"] = {"type": "Recreate"}
     spec["selector"] = {"matchLabels": selector_labels(plan.name, agent.agent)}
     spec["template"] = {
         "metadata": {"labels": child_labels(plan.name, agent.agent), "annotations": annotations},

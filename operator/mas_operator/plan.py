@@ -22,6 +22,7 @@ from mas.infra.routes import Route
 from mas.infra.wiring import Wired, wire
 from mas.runtime.registry import default_registry
 from mas_operator.names import CARD_PATH, DEFAULT_HTTP_PORT, METRICS_PORT, child_name
+from mas_operator.volumes import sqlite_problems
 
 _T = TypeVar("_T")
 
@@ -146,6 +147,8 @@ def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> A
             peers.append(peer)
     if endpoint.a2a.auth is not None:  # inbound credentials, read by the runtime at start
         secrets += [s.secret_key_ref for s in endpoint.a2a.auth.schemes if s.secret_key_ref]
+    store = endpoint.a2a.task_store  # the task store's URL and push key, when from Secrets
+    secrets += [r for r in (store.url_secret_key_ref, store.push_config_key_secret_key_ref) if r]
     unique_secrets = {(ref.name, ref.key): ref for ref in secrets}
     return AgentPlan(
         agent=agent,
@@ -195,7 +198,7 @@ def plan_application(document: Mapping[str, Any], namespace: str | None = None) 
     ns = namespace or metadata.get("namespace") or "default"
     filled = _with_default_urls(document, ns)
     wired = wire(filled, default_registry().known_plugins(), require_urls=False)
-    problems = _port_problems(wired.app)
+    problems = _port_problems(wired.app) + sqlite_problems(wired.app)
     if problems:
         raise ApplicationInvalid(problems)
     agents = tuple(

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 API_GROUP = "infra.maslab.io"
 API_VERSION = "v1"
@@ -264,10 +271,78 @@ class PushPolicy(Model):
     )
 
 
+SQL_URL_SCHEMES = ("sqlite+aiosqlite://", "postgresql+asyncpg://")
+
+
+class TaskStoreOptions(Model):
+    """Where an A2A endpoint keeps its tasks and push-notification configurations."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.type) || self.type != 'sql'"
+                    " || (has(self.url) != has(self.url_secret_key_ref))",
+                    "message": "type sql needs exactly one of url or url_secret_key_ref",
+                },
+                {
+                    "rule": "(has(self.type) && self.type == 'sql')"
+                    " || (!has(self.url) && !has(self.url_secret_key_ref)"
+                    " && !has(self.push_config_key_secret_key_ref))",
+                    "message": "url, url_secret_key_ref and push_config_key_secret_key_ref "
+                    "need type sql",
+                },
+            ]
+        }
+    )
+
+    type: Literal["memory", "sql"] = Field(
+        default="memory",
+        description="memory: tasks live in the process and die with it; sql: a SQLite file "
+        "or a PostgreSQL database (durable; PostgreSQL also serves several replicas).",
+    )
+    url: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2048,
+        description="The database URL: sqlite+aiosqlite:///path/tasks.db or "
+        "postgresql+asyncpg://user@host:5432/db (no password here: use url_secret_key_ref).",
+    )
+    url_secret_key_ref: SecretKeyRef | None = Field(
+        default=None, description="Read the database URL from a Secret key instead of url."
+    )
+    push_config_key_secret_key_ref: SecretKeyRef | None = Field(
+        default=None,
+        description="A Fernet key (urlsafe base64 of 32 bytes) in a Secret: push-notification "
+        "configurations (URLs, tokens) are encrypted at rest with it.",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(SQL_URL_SCHEMES):
+            raise ValueError("accepted: a URL starting with " + " or ".join(SQL_URL_SCHEMES))
+        return url
+
+    @model_validator(mode="after")
+    def _fields_of_type(self) -> TaskStoreOptions:
+        given = [
+            name
+            for name in ("url", "url_secret_key_ref", "push_config_key_secret_key_ref")
+            if getattr(self, name) is not None
+        ]
+        if self.type == "memory" and given:
+            raise ValueError(f"type 'memory' takes no {', '.join(given)}; accepted: type sql")
+        if self.type == "sql" and (self.url is None) == (self.url_secret_key_ref is None):
+            raise ValueError("type 'sql' needs exactly one of url or url_secret_key_ref")
+        return self
+
+
 class A2AOptions(Model):
     """A2A-specific options of an endpoint."""
 
     capabilities: A2ACapabilities = Field(default_factory=A2ACapabilities)
+    task_store: TaskStoreOptions = Field(default_factory=TaskStoreOptions)
     grpc_port: int | None = Field(
         default=None, ge=1, le=65535, description="Port of the gRPC listener, when one is served."
     )

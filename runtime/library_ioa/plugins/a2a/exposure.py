@@ -10,13 +10,14 @@ prefix) it serves
 - gRPC (``lf.a2a.v1.A2AService``) when ``grpc`` is on and the endpoint sets ``a2a.grpc_port``
   or ``a2a.grpc_url``,
 
-all built from the a2a-sdk's route factories, ``DefaultRequestHandler``,
-``InMemoryTaskStore``, ``InMemoryPushNotificationConfigStore`` and
-``BasePushNotificationSender``; with ``fast_send`` (the default) a quick blocking send of
-a new task skips the SDK's per-task machinery (``server/fast_handler.py``,
-``server/fast_jsonrpc.py``, the same answers). Protocol 1.0 is served, and the 0.3 method names and
-transports too (``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC
-``a2a.v1.A2AService``). A request without an ``A2A-Version`` header is read as 0.3.
+all built from the a2a-sdk's route factories, ``DefaultRequestHandler``, the task and
+push-config stores of ``a2a.task_store`` (:mod:`library_ioa.plugins.a2a.server.stores`:
+in memory by default, or the SDK's database stores) and ``BasePushNotificationSender``;
+with ``fast_send`` (the default) a quick blocking send of a new task skips the SDK's
+per-task machinery (``server/fast_handler.py``, ``server/fast_jsonrpc.py``, the same
+answers). Protocol 1.0 is served, and the 0.3 method names and transports too
+(``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC ``a2a.v1.A2AService``). A
+request without an ``A2A-Version`` header is read as 0.3.
 
 Push-notification URLs are screened by the endpoint's ``a2a.push`` policy
 (:class:`~library_ioa.plugins.a2a.server.push.PushUrlPolicy`: public addresses only unless
@@ -46,11 +47,7 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
 from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
 from a2a.server.request_handlers import GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import (
-    BasePushNotificationSender,
-    InMemoryPushNotificationConfigStore,
-    InMemoryTaskStore,
-)
+from a2a.server.tasks import BasePushNotificationSender
 from a2a.types import AgentCard, a2a_pb2_grpc
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from starlette.applications import Starlette
@@ -77,6 +74,7 @@ from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy
+from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint
 
@@ -115,6 +113,7 @@ class A2AExposure:
         message_grace: float = DEFAULT_MESSAGE_GRACE,
         drain_timeout: float = 10.0,
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
+        task_stores: TaskStores | None = None,
         fast_send: bool = True,
     ) -> None:
         self.agent_id = agent_id
@@ -136,10 +135,11 @@ class A2AExposure:
             push_url_validator = PushUrlPolicy.from_options(endpoint.a2a.push)
         auth = endpoint.a2a.auth
         authenticator = Authenticator(resolve_credentials(agent_id, auth)) if auth else None
-        push_store = None
         push_sender = None
-        if endpoint.a2a.capabilities.pushNotifications:
-            push_store = InMemoryPushNotificationConfigStore()
+        push = endpoint.a2a.capabilities.pushNotifications
+        self.stores = task_stores or build_task_stores(agent_id, endpoint.a2a.task_store, push=push)
+        push_store = self.stores.push_config_store
+        if push and push_store is not None:
             self._push_client = httpx.AsyncClient(timeout=10.0)
             push_sender = BasePushNotificationSender(
                 self._push_client, push_store, push_url_validator=push_url_validator
@@ -149,12 +149,13 @@ class A2AExposure:
         # answers at once (server/fast_handler.py); fast_send=False is the SDK path only.
         self.handler = FastSendHandler(
             self.executor,
-            InMemoryTaskStore(),
+            self.stores.task_store,
             self.card,
             push_config_store=push_store,
             push_sender=push_sender,
             request_context_builder=self.executor.request_context_builder(),
             push_url_validator=push_url_validator,
+            event_stream=self.stores.event_stream,
             agent_id=agent_id,
             mailbox=mailbox if fast_send else None,
         )
@@ -238,13 +239,19 @@ class A2AExposure:
         )
 
     async def start(self) -> None:
-        """Bind every listener; :class:`ListenError` when one cannot."""
-        await self._http.start()
+        """Open the task store, then bind every listener; an ``OSError`` when one cannot."""
+        await self.stores.start(default_replica_id(self._port))
+        try:
+            await self._http.start()
+        except OSError:
+            await self.stores.aclose()
+            raise
         if self._grpc is not None:
             try:
                 await self._grpc.start()
             except ListenError:
                 await self._http.aclose()
+                await self.stores.aclose()
                 raise
         self._accepting = True
         logger.info(
@@ -270,3 +277,4 @@ class A2AExposure:
         await self.handler.aclose()
         if self._push_client is not None:
             await self._push_client.aclose()
+        await self.stores.aclose()

@@ -137,21 +137,21 @@ async def bind_listeners(
                     f"spec.endpoints.{agent}.protocol: {endpoint.protocol!r} has no "
                     f"{EXPOSE_CATEGORY} plugin; known: {known}"
                 )
-            exposure: Exposure = registry.create(
-                EXPOSE_CATEGORY,
-                endpoint.protocol,
-                {},
-                agent_id=agent,
-                manifest=host.manifest(agent),
-                endpoint=endpoint if grpc else without_grpc(endpoint),
-                mailbox=host.mailbox(agent),
-                bind_host=bind_host,
-                grpc=grpc,
-                metrics_registries=metrics_registries,
-                drain_timeout=drain_timeout,
-                **options,
-            )
-            try:
+            try:  # an OSError (a taken port, an unreachable task store) is one line
+                exposure: Exposure = registry.create(
+                    EXPOSE_CATEGORY,
+                    endpoint.protocol,
+                    {},
+                    agent_id=agent,
+                    manifest=host.manifest(agent),
+                    endpoint=endpoint if grpc else without_grpc(endpoint),
+                    mailbox=host.mailbox(agent),
+                    bind_host=bind_host,
+                    grpc=grpc,
+                    metrics_registries=metrics_registries,
+                    drain_timeout=drain_timeout,
+                    **options,
+                )
                 await exposure.start()
             except OSError as exc:
                 raise ExposureError(f"agent {agent!r}: {exc}") from None

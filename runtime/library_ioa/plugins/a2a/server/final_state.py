@@ -1,0 +1,183 @@
+"""A terminal state is final: guards around the SDK's task stores.
+
+The SDK's stores take any write. :class:`FinalStateTaskStore` (around an unversioned store,
+in memory) and :class:`FinalStateVersionedStore` (around the versioned database store) refuse
+a write that would move a stored COMPLETED, CANCELED, FAILED or REJECTED task to another
+state, with the SDK's own ``ConcurrentTaskModificationError``: the SDK then reloads the task,
+sees it ended, and stops. So a turn that goes on after ``CancelTask`` never overwrites
+CANCELED, on one replica or several. (Without the guard it does, across replicas: after a
+conflicting write the SDK reloads, sees CANCELED, and still applies the turn's next event at
+the fresh version.)
+
+The versioned guard also records which replica runs each in-flight task
+(:class:`~library_ioa.plugins.a2a.server.runs.RunBook`) and turns database errors into the
+A2A ``InternalError`` "the task store is unavailable" (details go to the log, not to clients).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+
+from a2a.server.cluster import (
+    ConcurrentTaskModificationError,
+    StoredTask,
+    TaskVersion,
+    VersionedTaskStore,
+)
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
+from a2a.server.tasks import TaskStore
+from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
+from a2a.utils.errors import InternalError
+from sqlalchemy.exc import SQLAlchemyError
+
+from library_ioa.plugins.a2a.server.runs import RunBook
+
+logger = logging.getLogger(__name__)
+
+TERMINAL_STATES = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+
+
+INTERRUPTED_STATES = frozenset(
+    {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+)
+MAX_REMEMBERED = 50_000
+
+
+def refuses(stored: TaskState | None, task: Task) -> bool:
+    """Whether writing ``task`` over a task stored in state ``stored`` leaves a terminal state."""
+    return stored is not None and stored in TERMINAL_STATES and task.status.state != stored
+
+
+def _refusal(stored: TaskState, task: Task) -> ConcurrentTaskModificationError:
+    logger.info(
+        "task %s is %s: a write moving it to %s is refused (a terminal state is final)",
+        task.id,
+        TaskState.Name(stored),
+        TaskState.Name(task.status.state),
+    )
+    return ConcurrentTaskModificationError(task.id)
+
+
+class FinalStateTaskStore(TaskStore):
+    """An unversioned store (in memory) that never lets a terminal state be overwritten."""
+
+    def __init__(self, inner: TaskStore) -> None:
+        self.inner = inner
+        self._lock = asyncio.Lock()
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        async with self._lock:  # one process: the check and the write are one step
+            stored = await self.inner.get(task.id, context)
+            if stored is not None and refuses(stored.status.state, task):
+                raise _refusal(stored.status.state, task)
+            await self.inner.save(task, context)
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        return await self.inner.get(task_id, context)
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        return await self.inner.list(params, context)
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        await self.inner.delete(task_id, context)
+
+
+class FinalStateVersionedStore(VersionedTaskStore):
+    """A versioned store that refuses to overwrite a terminal state and records who runs what.
+
+    No extra read per write: the inner store commits a write only at ``prev_version`` (a
+    writer that has not seen the latest version fails with the SDK's conflict error and
+    reloads), and a writer learns the latest version only through this store's ``get`` and
+    ``save``. So the terminal states this store has handed out or written (the last
+    :data:`MAX_REMEMBERED` tasks) are all it needs to check. A database error reaches the
+    client as the A2A ``InternalError`` "the task store is unavailable" (the details, which
+    name the database, go to the log).
+    """
+
+    def __init__(self, inner: VersionedTaskStore, runs: RunBook | None = None) -> None:
+        self.inner = inner
+        self.runs = runs
+        self._ended: OrderedDict[str, TaskState] = OrderedDict()
+
+    def _note(self, task: Task) -> None:
+        if task.status.state in TERMINAL_STATES:
+            self._ended[task.id] = task.status.state
+            self._ended.move_to_end(task.id)
+            while len(self._ended) > MAX_REMEMBERED:
+                self._ended.popitem(last=False)
+
+    async def save(
+        self,
+        task: Task,
+        *,
+        event: Event | None,
+        prev: Task | None,
+        prev_version: TaskVersion,
+        context: ServerCallContext,
+    ) -> TaskVersion:
+        ended = self._ended.get(task.id)
+        if refuses(ended, task):
+            assert ended is not None
+            raise _refusal(ended, task)
+        async with _unavailable_on_error("save", task.id):
+            terminal = task.status.state in TERMINAL_STATES
+            if self.runs is not None and not terminal:
+                await self.runs.claim(task.id, context.user.user_name)
+            version = await self.inner.save(
+                task, event=event, prev=prev, prev_version=prev_version, context=context
+            )
+            if self.runs is not None and terminal:
+                await self.runs.release(task.id)
+            elif self.runs is not None and task.status.state in INTERRUPTED_STATES:
+                self.runs.forget(task.id)
+        self._note(task)
+        return version
+
+    async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        async with _unavailable_on_error("get", task_id):
+            stored = await self.inner.get(task_id, context)
+        if stored is not None:
+            self._note(stored.task)
+        return stored
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        async with _unavailable_on_error("list", ""):
+            return await self.inner.list(params, context)
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        async with _unavailable_on_error("delete", task_id):
+            await self.inner.delete(task_id, context)
+
+
+@contextlib.asynccontextmanager
+async def _unavailable_on_error(operation: str, task_id: str) -> AsyncIterator[None]:
+    try:
+        yield
+    except (SQLAlchemyError, OSError) as exc:
+        logger.warning("task store %s %s failed: %s", operation, task_id, _reason(exc))
+        raise InternalError(message="the task store is unavailable; try again later") from None
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+__all__ = [
+    "TERMINAL_STATES",
+    "FinalStateTaskStore",
+    "FinalStateVersionedStore",
+    "refuses",
+]

@@ -1,0 +1,229 @@
+"""Which replica runs which in-flight task, and failing the tasks of replicas that died.
+
+Two small tables beside the SDK's (same database):
+
+- ``mas_replicas(replica_id, agent, seen_at, lease)``: one row per live replica, its last
+  heartbeat (the writer's clock, in seconds since the epoch; the lease dwarfs ordinary
+  clock skew) and its lease: it is gone when ``seen_at + lease`` has passed;
+- ``mas_task_runs(task_id, agent, replica_id, owner)``: one row per task this agent's
+  replicas are running (written before the task's first non-terminal save, deleted when
+  it reaches a terminal state).
+
+:meth:`RunBook.sweep` fails, through the versioned store, the tasks whose replica is gone:
+at start-up those of this replica id (its previous incarnation), later those of replicas
+whose lease has run out. The FAILED status is written with its event, so
+subscribers on other replicas see the end too. A task waiting for input is not failed
+(its turn ended); its run row is dropped, and the replica that takes the answer claims it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+
+from a2a.auth.user import User
+from a2a.server.cluster import ConcurrentTaskModificationError, VersionedTaskStore
+from a2a.server.context import ServerCallContext
+from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+from sqlalchemy import Column, Float, MetaData, String, Table, delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+logger = logging.getLogger(__name__)
+
+LOST_TURN = (
+    "the runtime process running this task's turn stopped (crash or restart) before the "
+    "turn ended; the turn is lost: send the message again"
+)
+_INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
+_TERMINAL = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+
+_METADATA = MetaData()
+REPLICAS = Table(
+    "mas_replicas",
+    _METADATA,
+    Column("replica_id", String(255), primary_key=True),
+    Column("agent", String(63), nullable=False),
+    Column("seen_at", Float, nullable=False),
+    Column("lease", Float, nullable=False),
+)
+RUNS = Table(
+    "mas_task_runs",
+    _METADATA,
+    Column("task_id", String(255), primary_key=True),
+    Column("agent", String(63), nullable=False),
+    Column("replica_id", String(255), nullable=False),
+    Column("owner", String(255), nullable=False),
+)
+
+
+class _Owner(User):
+    """The task owner a sweep acts for (the stores scope tasks by user name)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return bool(self._name)
+
+    @property
+    def user_name(self) -> str:
+        return self._name
+
+
+def lost_turn_task(task: Task) -> tuple[Task, TaskStatusUpdateEvent]:
+    """``task`` moved to FAILED with :data:`LOST_TURN`, and the event that says so."""
+    failed = Task()
+    failed.CopyFrom(task)
+    if failed.status.HasField("message"):
+        failed.history.append(failed.status.message)
+    status = TaskStatus(
+        state=TaskState.TASK_STATE_FAILED,
+        message=Message(
+            role=Role.ROLE_AGENT,
+            message_id=f"lost-{task.id}",
+            task_id=task.id,
+            context_id=task.context_id,
+            parts=[Part(text=LOST_TURN)],
+        ),
+    )
+    status.timestamp.FromDatetime(datetime.now(UTC))
+    failed.status.CopyFrom(status)
+    event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=status)
+    return failed, event
+
+
+class RunBook:
+    """The run and replica rows of one agent's replica."""
+
+    def __init__(self, engine: AsyncEngine, agent_id: str, lease: float) -> None:
+        self._engine = engine
+        self.lease = lease
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        self.agent_id = agent_id
+        self.replica_id = ""
+        self._claimed: set[str] = set()
+
+    async def start(self, replica_id: str) -> None:
+        """Create the tables and announce this replica."""
+        self.replica_id = replica_id
+        async with self._engine.begin() as conn:
+            await conn.run_sync(_METADATA.create_all)
+        await self.beat()
+
+    async def beat(self) -> None:
+        """Refresh this replica's heartbeat."""
+        async with self._sessions.begin() as session:
+            result = await session.execute(
+                update(REPLICAS)
+                .where(REPLICAS.c.replica_id == self.replica_id)
+                .values(agent=self.agent_id, seen_at=time.time(), lease=self.lease)
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                await session.execute(
+                    REPLICAS.insert().values(
+                        replica_id=self.replica_id,
+                        agent=self.agent_id,
+                        seen_at=time.time(),
+                        lease=self.lease,
+                    )
+                )
+
+    async def leave(self) -> None:
+        """Drop this replica's heartbeat row (a clean stop)."""
+        async with self._sessions.begin() as session:
+            await session.execute(delete(REPLICAS).where(REPLICAS.c.replica_id == self.replica_id))
+
+    async def claim(self, task_id: str, owner: str) -> None:
+        """This replica runs ``task_id`` (once per task and process)."""
+        if task_id in self._claimed:
+            return
+        async with self._sessions.begin() as session:
+            result = await session.execute(
+                update(RUNS).where(RUNS.c.task_id == task_id).values(replica_id=self.replica_id)
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                try:
+                    async with session.begin_nested():
+                        await session.execute(
+                            RUNS.insert().values(
+                                task_id=task_id,
+                                agent=self.agent_id,
+                                replica_id=self.replica_id,
+                                owner=owner,
+                            )
+                        )
+                except IntegrityError:  # another replica claimed it at the same instant
+                    await session.execute(
+                        update(RUNS)
+                        .where(RUNS.c.task_id == task_id)
+                        .values(replica_id=self.replica_id)
+                    )
+        self._claimed.add(task_id)
+
+    def forget(self, task_id: str) -> None:
+        """``task_id`` waits for input: whichever replica takes the answer claims it again."""
+        self._claimed.discard(task_id)
+
+    async def release(self, task_id: str) -> None:
+        """``task_id`` reached a terminal state: nobody runs it any more."""
+        self._claimed.discard(task_id)
+        async with self._sessions.begin() as session:
+            await session.execute(delete(RUNS).where(RUNS.c.task_id == task_id))
+
+    async def _orphans(self, *, starting: bool) -> list[tuple[str, str]]:
+        """(task id, owner) of the runs whose replica is gone."""
+        now = time.time()
+        query = (
+            select(
+                RUNS.c.task_id,
+                RUNS.c.owner,
+                RUNS.c.replica_id,
+                REPLICAS.c.seen_at,
+                REPLICAS.c.lease,
+            )
+            .select_from(RUNS.outerjoin(REPLICAS, REPLICAS.c.replica_id == RUNS.c.replica_id))
+            .where(RUNS.c.agent == self.agent_id)
+        )
+        async with self._sessions() as session:
+            rows = (await session.execute(query)).all()
+        orphans = []
+        for task_id, owner, replica, seen_at, lease in rows:
+            if replica == self.replica_id:
+                if starting:
+                    orphans.append((task_id, owner))
+            elif seen_at is None or seen_at + lease < now:
+                orphans.append((task_id, owner))
+        return orphans
+
+    async def sweep(self, store: VersionedTaskStore, *, starting: bool) -> int:
+        """Fail the tasks of gone replicas; how many were failed."""
+        failed = 0
+        for task_id, owner in await self._orphans(starting=starting):
+            context = ServerCallContext(user=_Owner(owner))
+            stored = await store.get(task_id, context)
+            if stored is not None and stored.task.status.state not in (_TERMINAL | _INTERRUPTED):
+                task, event = lost_turn_task(stored.task)
+                try:
+                    await store.save(
+                        task,
+                        event=event,
+                        prev=stored.task,
+                        prev_version=stored.version,
+                        context=context,
+                    )
+                    failed += 1
+                    logger.warning("task %s: %s", task_id, LOST_TURN)
+                except ConcurrentTaskModificationError:
+                    continue  # its replica (or another sweeper) wrote first: it is alive
+            await self.release(task_id)
+        return failed

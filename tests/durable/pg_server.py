@@ -1,0 +1,165 @@
+"""A throwaway PostgreSQL server on a free loopback port, for the durable-storage tests.
+
+``initdb`` + ``postgres`` from Debian's package (``/usr/lib/postgresql/<v>/bin``), in a
+temporary directory owned by the ``postgres`` system user when the tests run as root
+(PostgreSQL refuses to run as root). Readiness is waited for with a deadline; each test
+gets a fresh database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+START_DEADLINE = 60.0
+
+
+def binaries() -> Path | None:
+    """The directory holding ``initdb`` and ``postgres``, if PostgreSQL is installed."""
+    root = Path("/usr/lib/postgresql")
+    for version in sorted(root.glob("*"), reverse=True) if root.is_dir() else []:
+        if (version / "bin" / "initdb").exists() and (version / "bin" / "postgres").exists():
+            return version / "bin"
+    for name in ("initdb", "postgres"):
+        if shutil.which(name) is None:
+            return None
+    return Path(shutil.which("initdb") or "").parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Postgres:
+    """A running server: ``url(db)`` is an asyncpg URL on 127.0.0.1."""
+
+    port: int
+    user: str
+    bin: Path
+    run_as: list[str]
+
+    def url(self, database: str) -> str:
+        return f"postgresql+asyncpg://{self.user}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str) -> None:
+        subprocess.run(
+            [
+                *self.run_as,
+                str(self.bin / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                self.user,
+                name,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+
+
+def _run_as() -> tuple[list[str], str]:
+    if os.geteuid() != 0:
+        return [], pwd.getpwuid(os.geteuid()).pw_name
+    # setpriv execs in place, so the Popen pid is the server itself and SIGTERM reaches it.
+    return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"], "postgres"
+
+
+@contextlib.contextmanager
+def running_postgres(bin_dir: Path) -> Iterator[Postgres]:
+    """Start a server in a temporary directory; stop it and remove the directory after."""
+    run_as, user = _run_as()
+    base = Path(tempfile.mkdtemp(prefix="mas-pg-"))
+    data, sockets = base / "data", base / "sockets"
+    sockets.mkdir()
+    if run_as:
+        entry = pwd.getpwnam("postgres")
+        for path in (base, sockets):
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+    process: subprocess.Popen[bytes] | None = None
+    try:
+        subprocess.run(
+            [
+                *run_as,
+                str(bin_dir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                user,
+                "-A",
+                "trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        port = _free_port()
+        log = open(base / "postgres.log", "wb")  # noqa: SIM115 - closed below
+        process = subprocess.Popen(
+            [
+                *run_as,
+                str(bin_dir / "postgres"),
+                "-D",
+                str(data),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-k",
+                str(sockets),
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=200",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        server = Postgres(port, user, bin_dir, run_as)
+        deadline = time.monotonic() + START_DEADLINE
+        while True:
+            ready = subprocess.run(
+                [str(bin_dir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-U", user],
+                check=False,
+                capture_output=True,
+                timeout=10,
+            )
+            if ready.returncode == 0:
+                break
+            if process.poll() is not None or time.monotonic() > deadline:
+                log.close()
+                raise RuntimeError(
+                    "PostgreSQL did not become ready: "
+                    + (base / "postgres.log").read_text(errors="replace")[-2000:]
+                )
+            time.sleep(0.1)
+        try:
+            yield server
+        finally:
+            log.close()
+    finally:
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        shutil.rmtree(base, ignore_errors=True)
