@@ -65,10 +65,15 @@ __all__ = [
 
 
 def sql_endpoint(port: int, url: str, **caps: bool) -> Endpoint:
+    # The tests' push receivers listen on loopback, which the default push policy refuses.
     return Endpoint(
         url=f"http://127.0.0.1:{port}",
         usage="deploy",
-        a2a={"capabilities": caps, "task_store": {"type": "sql", "url": url}},
+        a2a={
+            "capabilities": caps,
+            "task_store": {"type": "sql", "url": url},
+            "push": {"allow_private": True},
+        },
     )
 
 
