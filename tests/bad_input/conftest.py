@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -31,27 +29,3 @@ def server_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFi
     yield caplog
     tracebacks = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
     assert not tracebacks, [f"{r.name}: {r.getMessage()}" for r in tracebacks]
-
-
-def _library_singleton(task: asyncio.Task[object]) -> bool:
-    """sse-starlette keeps one shutdown watcher per event loop; it is not ours to stop."""
-    return getattr(task.get_coro(), "__qualname__", "") == "_shutdown_watcher"
-
-
-@pytest.fixture(autouse=True)
-async def _no_leaked_tasks() -> AsyncIterator[None]:
-    """Fail a test that leaves an asyncio task running after its fixtures are torn down."""
-    before = set(asyncio.all_tasks())
-    yield
-    current = asyncio.current_task()
-    leaked: list[asyncio.Task[Any]] = []
-    for _ in range(20):
-        leaked = [
-            t
-            for t in asyncio.all_tasks() - before
-            if t is not current and not t.done() and not _library_singleton(t)
-        ]
-        if not leaked:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"leaked asyncio tasks: {[t.get_name() for t in leaked]}")
