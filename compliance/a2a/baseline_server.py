@@ -142,12 +142,20 @@ class EchoExecutor(AgentExecutor):
         await updater.cancel()
 
 
-def build_card(port: int, grpc_port: int) -> AgentCard:
-    """The baseline's AgentCard: three interfaces, streaming and push declared."""
+def build_card(
+    port: int,
+    grpc_port: int,
+    *,
+    name: str = "bare a2a-sdk echo",
+    description: str = "A bare a2a-sdk echo server (compliance baseline).",
+    streaming: bool = True,
+    push: bool = True,
+) -> AgentCard:
+    """A bare server's AgentCard: the three 1.0 interfaces, streaming and push as given."""
     base = f"http://{HOST}:{port}"
     return AgentCard(
-        name="bare a2a-sdk echo",
-        description="A bare a2a-sdk echo server (compliance baseline).",
+        name=name,
+        description=description,
         version="1.0.0",
         supported_interfaces=[
             AgentInterface(url=base, protocol_binding="JSONRPC", protocol_version="1.0"),
@@ -158,7 +166,7 @@ def build_card(port: int, grpc_port: int) -> AgentCard:
                 url=f"{HOST}:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0"
             ),
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
+        capabilities=AgentCapabilities(streaming=streaming, push_notifications=push),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="Echo", description="Echoes the input", tags=["echo"])],

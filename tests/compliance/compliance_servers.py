@@ -31,16 +31,14 @@ from a2a.server.tasks import (
 )
 from a2a.types import a2a_pb2_grpc
 from a2a.types.a2a_pb2 import (
-    AgentCapabilities,
     AgentCard,
-    AgentInterface,
-    AgentSkill,
     Part,
     Task,
     TaskState,
     TaskStatus,
 )
 from a2a.utils.errors import InternalError, TaskNotFoundError, UnsupportedOperationError
+from compliance.a2a.baseline_server import build_card as baseline_card
 from starlette.applications import Starlette
 
 from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
@@ -136,25 +134,14 @@ class SdkAgent:
 
 
 def build_card(port: int, grpc_port: int, *, streaming: bool, push: bool) -> AgentCard:
-    """A card with the three 1.0 interfaces."""
-    base = f"http://{HOST}:{port}"
-    return AgentCard(
+    """A card with the three 1.0 interfaces (the TCK baseline's card, renamed)."""
+    return baseline_card(
+        port,
+        grpc_port,
         name="conformance subject",
         description="An a2a-sdk server for the conformance probe tests.",
-        version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(url=base, protocol_binding="JSONRPC", protocol_version="1.0"),
-            AgentInterface(
-                url=f"{base}/a2a/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"
-            ),
-            AgentInterface(
-                url=f"{HOST}:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0"
-            ),
-        ],
-        capabilities=AgentCapabilities(streaming=streaming, push_notifications=push),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="echo", name="Echo", description="Echoes", tags=["echo"])],
+        streaming=streaming,
+        push=push,
     )
 
 
