@@ -15,6 +15,7 @@ from mas_operator.backoff import (
     honour_retry_after,
     parse_retry_after,
 )
+from mas_operator.conditions import Observed, build_status
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -117,3 +118,16 @@ def test_jitter_comes_from_the_injected_source() -> None:
     retries = Retries(Backoff(initial=2.0, jitter=0.5), spread=lambda: next(spreads))
     assert retries.next_delay("a") == 3.0
     assert retries.next_delay("a") == 1.0
+
+
+def test_the_status_says_when_a_failed_apply_is_retried() -> None:
+    seen = Observed(3, {}, apply_error="applying Deployment d failed: boom", retry_in=4.0)
+    conditions = {c["type"]: c for c in build_status(seen, None)["conditions"]}
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == (
+        "False",
+        "ApplyFailed",
+    )
+    assert conditions["Ready"]["message"] == "applying Deployment d failed: boom"
+    assert conditions["Reconciling"]["message"] == (
+        "retrying in 4.0 s: applying Deployment d failed: boom"
+    )
