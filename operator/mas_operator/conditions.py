@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from mas_operator.backoff import describe_delay
+
 READY = "Ready"
 RECONCILING = "Reconciling"
 STALLED = "Stalled"
@@ -64,6 +66,7 @@ class Observed:
     kept_generation: str | None = None
     wiring_summary: str = ""
     apply_error: str | None = None
+    retry_in: float | None = None  # seconds until the failed apply is retried
 
     @property
     def stalled(self) -> bool:
@@ -130,8 +133,9 @@ def desired_conditions(seen: Observed) -> list[dict[str, Any]]:
     waiting = sorted(agent for agent, a in seen.agents.items() if not a.ready)
     if seen.apply_error is not None:
         ready = _condition(READY, False, APPLY_FAILED, seen.apply_error, gen)
+        when = "" if seen.retry_in is None else f" in {describe_delay(seen.retry_in)}"
         reconciling = _condition(
-            RECONCILING, True, APPLY_FAILED, f"retrying: {seen.apply_error}", gen
+            RECONCILING, True, APPLY_FAILED, f"retrying{when}: {seen.apply_error}", gen
         )
     elif waiting:
         ready = _condition(

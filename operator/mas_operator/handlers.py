@@ -1,14 +1,18 @@
 """The kopf handlers: thin. They serialise work per Application and run :func:`reconcile`.
 
 - create / update / resume: reconcile now. An invalid spec is a :class:`kopf.PermanentError`
-  (retrying cannot help; the next edit is handled), an API failure a
-  :class:`kopf.TemporaryError` retried after a delay. Nothing is returned, so kopf writes no
+  (retrying cannot help; the next edit is handled), an API failure (an answer other than
+  400/422, a connection error, a timeout) a :class:`kopf.TemporaryError` whose delay is the
+  Application's backoff (:mod:`mas_operator.backoff`). Nothing is returned, so kopf writes no
   handler results into ``status``.
 - watches (no finalizers: a kopf daemon or timer would add one, and a finalizer wedges
   namespace deletion while the operator is down): Application events keep an in-memory
   copy of each object; events of the children we manage mark their owner dirty.
 - :func:`resync_loop` reconciles dirty Applications soon (drift repair, readiness) and
   every Application each ``resync`` seconds.
+- Both paths share one :class:`~mas_operator.backoff.Retries`: an Application whose last
+  reconcile failed is tried again when its backoff is due (the resync loop wakes for it),
+  not sooner, whoever asks; a new generation is tried at once.
 """
 
 from __future__ import annotations
@@ -21,18 +25,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
+import urllib3
 from kubernetes.client import ApiException
 
 from mas.infra.models import API_GROUP, API_VERSION, PLURAL
+from mas_operator.backoff import (
+    Retries,
+    describe_delay,
+    failure_reason,
+    honour_retry_after,
+)
 from mas_operator.children import CHILD_KINDS
-from mas_operator.kube import Cluster, api_message
+from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import MANAGED_BY
 from mas_operator.reconcile import Outcome, reconcile
 
 logger = logging.getLogger(__name__)
 
-RETRY_DELAY = 5.0
 COALESCE = 0.2
 RESYNC_CONCURRENCY = 4  # Applications reconciled at once by the resync loop
 
@@ -47,6 +57,7 @@ class OperatorContext:
     apps: dict[str, dict[str, Any]] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     written: dict[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
+    retries: Retries = field(default_factory=Retries)
     closing: bool = False
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -81,25 +92,45 @@ class OperatorContext:
         self.dirty.discard(uid)
         self._locks.pop(uid, None)
         self.written.pop(uid, None)
+        self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
 
 
+class RetryNotDue(kopf.TemporaryError):
+    """The Application failed recently and its backoff has not run out: nothing was tried."""
+
+
 async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome:
-    """Reconcile one Application under its lock and record the metrics."""
+    """Reconcile one Application under its lock, unless its backoff is not due; record the
+    metrics and, on an API failure, the next retry (raised as a :class:`kopf.TemporaryError`
+    with that delay)."""
     snapshot = dict(body)
-    uid = str(snapshot["metadata"]["uid"])
+    meta = snapshot["metadata"]
+    uid, generation = str(meta["uid"]), meta.get("generation")
     async with ctx.lock(uid):
+        wait = ctx.retries.wait(uid, generation)
+        if wait > 0:
+            last = ctx.retries.state(uid)
+            detail = last.message if last is not None else "a recent failure"
+            raise RetryNotDue(f"{detail}; retrying in {describe_delay(wait)}", delay=wait)
+        planned = ctx.retries.next_delay(uid)
         started = time.perf_counter()
         try:
-            outcome = await asyncio.to_thread(reconcile, ctx.cluster, snapshot)
+            outcome = await asyncio.to_thread(reconcile, ctx.cluster, snapshot, retry_in=planned)
         except ApiException as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
             detail = f"the API server answered {exc.status}: {api_message(exc)}"
             if exc.status in (400, 422):
                 raise kopf.PermanentError(f"a child object was refused: {detail}") from None
-            raise kopf.TemporaryError(f"{detail}; retrying", delay=RETRY_DELAY) from None
+            delay = honour_retry_after(planned, retry_after(exc))
+            raise _retry_later(ctx, snapshot, exc.status, detail, delay) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            ctx.metrics.reconciles.labels(outcome="error").inc()
+            detail = f"the API server could not be reached: {exc}"
+            raise _retry_later(ctx, snapshot, None, detail, planned) from None
         finally:
             ctx.metrics.duration.observe(time.perf_counter() - started)
+    ctx.retries.succeeded(uid)
     ctx.metrics.reconciles.labels(outcome=outcome.phase.lower()).inc()
     ctx.metrics.set_phase(uid, outcome.phase)
     if outcome.versions:
@@ -109,38 +140,75 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
     return outcome
 
 
+def _retry_later(
+    ctx: OperatorContext,
+    body: Mapping[str, Any],
+    status: int | None,
+    detail: str,
+    delay: float,
+) -> kopf.TemporaryError:
+    """Record the failure, count the retry, wake the resync loop to wait for it."""
+    meta = body["metadata"]
+    failing = ctx.retries.failed(
+        str(meta["uid"]), delay, generation=meta.get("generation"), message=detail
+    )
+    reason = failure_reason(status)
+    ctx.metrics.retries.labels(reason=reason).inc()
+    ctx._wake.set()  # the loop recomputes when it next has something due
+    message = f"{detail}; retrying in {describe_delay(delay)} (failure {failing.failures} in a row)"
+    logger.warning("Application %s/%s: %s", meta["namespace"], meta["name"], message)
+    return kopf.TemporaryError(message, delay=delay)
+
+
 async def resync_loop(ctx: OperatorContext) -> None:
-    """Reconcile dirty Applications soon and all of them every ``ctx.resync`` seconds."""
+    """Reconcile dirty Applications soon, all of them every ``ctx.resync`` seconds, and the
+    failing ones when their backoff is due (never before)."""
     last_full = time.monotonic()
     slots = asyncio.Semaphore(RESYNC_CONCURRENCY)
     while not ctx.closing:
         remaining = max(0.0, ctx.resync - (time.monotonic() - last_full))
+        retry = ctx.retries.next_due()
+        woken = False
         try:
-            await asyncio.wait_for(ctx._wake.wait(), timeout=remaining)
-            await asyncio.sleep(COALESCE)  # let a burst of child events coalesce
+            timeout = remaining if retry is None else min(remaining, retry)
+            await asyncio.wait_for(ctx._wake.wait(), timeout=timeout)
+            woken = True
         except TimeoutError:
             pass
         ctx._wake.clear()
+        if woken:
+            await asyncio.sleep(COALESCE)  # let a burst of child events coalesce
         if ctx.closing:
             return
+        wanted = set(ctx.dirty) | set(map(str, ctx.retries.failing()))
         if time.monotonic() - last_full >= ctx.resync:
-            due, last_full = set(ctx.apps), time.monotonic()
-        else:
-            due = set(ctx.dirty)
-        ctx.dirty -= due
+            wanted, last_full = wanted | set(ctx.apps), time.monotonic()
+        due = {uid for uid in wanted if ctx.retries.wait(uid) == 0}
+        ctx.dirty -= due  # a dirty Application still backing off stays dirty
         await asyncio.gather(*(_resync_one(ctx, uid, slots) for uid in sorted(due)))
 
 
 async def _resync_one(ctx: OperatorContext, uid: str, slots: asyncio.Semaphore) -> None:
     body = ctx.apps.get(uid)
     if body is None or body["metadata"].get("deletionTimestamp"):
+        ctx.retries.succeeded(uid)  # nothing left to retry
         return
     async with slots:
+        meta = body["metadata"]
         try:
             await run_reconcile(ctx, body)
+        except RetryNotDue:
+            pass  # another path tried it meanwhile and failed; the loop waits for it
         except (kopf.PermanentError, kopf.TemporaryError) as exc:
-            meta = body["metadata"]
             logger.warning("resync of %s/%s failed: %s", meta["namespace"], meta["name"], exc)
+        except Exception as exc:  # a bug must not end the loop that repairs every Application
+            logger.exception("resync of %s/%s failed", meta["namespace"], meta["name"])
+            ctx.retries.failed(  # and is not retried at every wake-up either
+                uid,
+                ctx.retries.next_delay(uid),
+                generation=meta.get("generation"),
+                message=f"reconciling failed: {exc!r}",
+            )
 
 
 def register(registry: kopf.OperatorRegistry) -> None:

@@ -18,6 +18,7 @@ from typing import Any, cast
 from kubernetes import client as k8s
 
 from mas.infra.models import API_GROUP, API_VERSION, PLURAL
+from mas_operator.backoff import parse_retry_after
 from mas_operator.children import CHILD_KINDS, ChildKind
 from mas_operator.names import FIELD_MANAGER
 
@@ -35,6 +36,12 @@ def api_message(exc: k8s.ApiException) -> str:
         status = None
     message = status.get("message") if isinstance(status, dict) else None
     return str(message or f"{exc.status} {exc.reason}")
+
+
+def retry_after(exc: k8s.ApiException) -> float | None:
+    """Seconds the API server's ``Retry-After`` header asks a client to wait, if it sent one."""
+    headers = exc.headers or {}
+    return parse_retry_after(headers.get("Retry-After"))
 
 
 def _collection(kind: ChildKind, namespace: str) -> str:

@@ -4,6 +4,9 @@
 - ``mas_operator_reconcile_duration_seconds``: histogram of one reconcile
 - ``mas_operator_applications{phase}``: Applications by phase, as last reconciled
 - ``mas_operator_children_applied_total{kind}``: server-side applies of child objects
+- ``mas_operator_retries_total{reason}``: failed reconciles scheduled for a retry with
+  backoff, by cause: conflict (409), throttled (429), server_error (5xx), unreachable
+  (connection error or timeout), refused (another answer, e.g. a quota's 403)
 - ``mas_operator_leader``: 1 while this instance holds the Lease
 """
 
@@ -65,6 +68,12 @@ class OperatorMetrics:
             "mas_operator_children_applied",
             "Server-side applies of child objects",
             ["kind"],
+            registry=self.registry,
+        )
+        self.retries = Counter(
+            "mas_operator_retries",
+            "Failed reconciles scheduled for a retry with backoff, by cause",
+            ["reason"],
             registry=self.registry,
         )
         self.leader = Gauge(

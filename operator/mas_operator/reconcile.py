@@ -18,6 +18,7 @@ from typing import Any
 from kubernetes.client import ApiException
 
 from mas.infra.errors import ApplicationInvalid
+from mas_operator.backoff import honour_retry_after
 from mas_operator.children import CHILD_KINDS, build_children, secret_names
 from mas_operator.conditions import (
     APPLY_REFUSED,
@@ -29,7 +30,7 @@ from mas_operator.conditions import (
     build_status,
     phase_of,
 )
-from mas_operator.kube import Cluster, api_message
+from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.manifests import owned
 from mas_operator.names import (
     ANNOTATION_CARD_URL,
@@ -141,8 +142,10 @@ def _apply_all(
     existing: Mapping[str, list[dict[str, Any]]],
     generation: int | None,
     summary: str,
+    retry_in: float | None,
 ) -> list[dict[str, Any]]:
-    """Apply every child; on an API failure, say so in the status, then re-raise."""
+    """Apply every child; on an API failure, say so in the status (with when it is retried),
+    then re-raise."""
     applied = []
     for manifest in desired:
         try:
@@ -155,7 +158,10 @@ def _apply_all(
             if exc.status in (400, 422):
                 seen = Observed(generation, agents, APPLY_REFUSED, message, wiring_summary=summary)
             else:
-                seen = Observed(generation, agents, wiring_summary=summary, apply_error=message)
+                wait = None if retry_in is None else honour_retry_after(retry_in, retry_after(exc))
+                seen = Observed(
+                    generation, agents, wiring_summary=summary, apply_error=message, retry_in=wait
+                )
             try:
                 cluster.patch_status(
                     meta["namespace"], meta["name"], build_status(seen, body.get("status"))
@@ -172,8 +178,14 @@ def _apply_all(
     return applied
 
 
-def reconcile(cluster: Cluster, body: Mapping[str, Any]) -> Outcome:
-    """Bring the children of ``body`` to what its spec asks; write its status."""
+def reconcile(
+    cluster: Cluster, body: Mapping[str, Any], *, retry_in: float | None = None
+) -> Outcome:
+    """Bring the children of ``body`` to what its spec asks; write its status.
+
+    ``retry_in``: the backoff a failure of this attempt gets, for the status to say when the
+    retry comes (a server's longer ``Retry-After`` wins, as in the handlers).
+    """
     meta = body["metadata"]
     name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
     generation = meta.get("generation")
@@ -210,6 +222,7 @@ def reconcile(cluster: Cluster, body: Mapping[str, Any]) -> Outcome:
         existing=existing,
         generation=generation,
         summary=_wiring_summary(plan),
+        retry_in=retry_in,
     )
     wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
     deleted = 0

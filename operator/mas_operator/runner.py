@@ -26,6 +26,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from prometheus_client import start_http_server
 
+from mas_operator.backoff import Backoff, Retries
 from mas_operator.handlers import OperatorContext, register, resync_loop
 from mas_operator.kube import Cluster
 from mas_operator.leases import LeaderElector, LeaseSettings
@@ -52,6 +53,7 @@ class OperatorOptions:
     identity: str | None = None
     lease_duration: float = 15.0
     lease_renew: float = 5.0
+    backoff: Backoff = field(default_factory=Backoff)  # retries of failed reconciles
 
 
 @dataclass
@@ -263,7 +265,9 @@ async def _run_kopf(
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         operator_settings(settings)
 
-    ctx = OperatorContext(Cluster(api), handle.metrics, options.resync)
+    ctx = OperatorContext(
+        Cluster(api), handle.metrics, options.resync, retries=Retries(options.backoff)
+    )
     tasks = [asyncio.create_task(resync_loop(ctx))]
     if elector is not None:
         tasks.append(asyncio.create_task(_keep_lease(elector, stop, lost)))
