@@ -47,7 +47,6 @@ from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import SendMessageRequest, SendMessageResponse, Task
 from a2a.utils import json_utils
 from a2a.utils.errors import A2AError
-from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict, ParseDict
 from jsonrpc.jsonrpc2 import JSONRPC20Response  # type: ignore[import-untyped]
 from sse_starlette.event import ensure_bytes
@@ -55,7 +54,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from library_ioa.plugins.a2a.server.codec import parse_plain_send, plain_message_dict
+from library_ioa.plugins.a2a.server.codec import (
+    parse_plain_send,
+    plain_message_dict,
+    stream_response_dict,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -186,10 +189,8 @@ def frame(item: dict[str, Any]) -> bytes:
 
 
 def stream_item(request_id: str | int, event: Any) -> dict[str, Any]:
-    """The dispatcher's JSON-RPC item of one stream event."""
-    result = MessageToDict(to_stream_response(event), preserving_proto_field_name=False)
-    data: dict[str, Any] = JSONRPC20Response(result=result, _id=request_id).data
-    return data
+    """The dispatcher's JSON-RPC item of one stream event (what ``JSONRPC20Response`` shapes)."""
+    return {"result": stream_response_dict(event), "id": request_id, "jsonrpc": "2.0"}
 
 
 async def _frames(
