@@ -20,11 +20,19 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a_support import STEP, ScriptRunner, eventually, wait_for
-from test_a2a_fast_path import V1, body, exposure, normalised
+from a2a_support import STEP, ScriptRunner, endpoint_for, eventually, free_port, wait_for
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from test_a2a_fast_path import EXPOSURES, V1, body, exposure, normalised
 
+from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.server.fast_stream import StreamRun
+from library_ioa.plugins.a2a.server.listeners import HttpListener
 from library_ioa.plugins.a2a.server.publisher import TurnPublisher
+from mas.ctl.session.mailbox import SessionTurnMailbox
+from mas.infra.models import AgentManifest
 from mas.runtime.turns import TurnEnded, TurnEvent, TurnInput
 
 pytestmark = pytest.mark.integration
@@ -387,3 +395,116 @@ async def test_an_executor_that_raises_mid_stream_fails_the_task_alike(
     assert seen[0] == seen[1]
     assert seen[0][0].frames[-1].startswith("event: error"), seen[0][0].frames[-1]
     assert seen[0][1]["result"]["tasks"][0]["status"]["state"] == "TASK_STATE_FAILED"
+
+
+async def test_a_message_naming_the_streamed_task_waits_behind_its_turn_alike() -> None:
+    async with gated_pair() as (http, bases):
+        seen = []
+        for base, runner in bases:
+            follow_up: dict[str, Any] = {}
+
+            async def send_second(
+                frame: str, base: str = base, runner: ScriptRunner = runner, out: Any = follow_up
+            ) -> None:
+                message = {"role": "ROLE_USER", "messageId": "s-5", "taskId": task_id_of(frame)}
+                message["parts"] = [{"text": "quick second"}]
+                out["task_id"] = message["taskId"]
+                out["reply"] = asyncio.ensure_future(
+                    http.post(base + "/", content=body(message=message), headers=V1)
+                )
+
+                async def waiting() -> bool:
+                    return out["task_id"] in EXPOSURES[base].executor.waiting
+
+                await eventually(waiting, "the second message waits behind the running turn")
+                runner.gates["g4"].set()
+
+            streamed = await read_stream(
+                http, base, stream_body("wait g4 first"), until="TASK_STATE_WORKING",
+                then=send_second,
+            )  # fmt: skip
+            reply = await follow_up["reply"]
+            found = await rpc(http, base, "GetTask", {"id": follow_up["task_id"]})
+            seen.append((streamed, normalised(reply.json()), normalised(found)))
+    assert seen[0] == seen[1]
+    streamed, reply, found = seen[0]
+    last = streamed.results()[-1]["result"]["statusUpdate"]
+    assert last["status"]["state"] == "TASK_STATE_WORKING" and last["metadata"], last
+    assert reply["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", reply
+    assert found["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+@contextlib.asynccontextmanager
+async def push_pair(
+    runners: list[ScriptRunner],
+) -> AsyncIterator[tuple[httpx.AsyncClient, list[str], dict[str, list[Any]], str]]:
+    """Both exposures with push notifications, and one receiver of their pushes."""
+    received: dict[str, list[Any]] = {"fast": [], "sdk": []}
+
+    async def collect(request: Request) -> Response:
+        received[request.path_params["which"]].append(await request.json())
+        return Response(status_code=204)
+
+    hooks = HttpListener(
+        Starlette(routes=[Route("/hook/{which}", collect, methods=["POST"])]),
+        "127.0.0.1",
+        0,
+        graceful_timeout=1,
+    )
+    await hooks.start()
+    bases: list[str] = []
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for fast, runner in zip((True, False), runners, strict=True):
+                mailbox = SessionTurnMailbox(runner)
+                served = A2AExposure(
+                    agent_id="scripted",
+                    manifest=AgentManifest(),
+                    endpoint=endpoint_for(free_port(), pushNotifications=True),
+                    mailbox=mailbox,
+                    drain_timeout=2.0,
+                    message_grace=0.2,
+                    fast_send=fast,
+                )
+                await served.start()
+                stack.push_async_callback(mailbox.aclose)
+                stack.push_async_callback(served.aclose)
+                bases.append(served.url)
+            http = await stack.enter_async_context(httpx.AsyncClient(timeout=STEP))
+            yield http, bases, received, f"http://127.0.0.1:{hooks.port}/hook"
+    finally:
+        await hooks.aclose()
+
+
+async def test_a_push_config_added_mid_stream_is_pushed_alike() -> None:
+    runners = [ScriptRunner(), ScriptRunner()]
+    async with push_pair(runners) as (http, bases, received, hook):
+        seen = []
+        for base, runner, which in zip(bases, runners, ("fast", "sdk"), strict=True):
+            created: dict[str, Any] = {}
+
+            async def configure(
+                frame: str,
+                base: str = base,
+                runner: ScriptRunner = runner,
+                which: str = which,
+                created: dict[str, Any] = created,
+            ) -> None:
+                config = {"taskId": task_id_of(frame), "url": f"{hook}/{which}", "token": "tok"}
+                answer = await rpc(http, base, "CreateTaskPushNotificationConfig", config)
+                created["it"] = json.loads(json.dumps(normalised(answer)).replace(which, "X"))
+                runner.gates["g6"].set()
+
+            streamed = await read_stream(
+                http, base, stream_body("wait g6 pushed"), until="TASK_STATE_WORKING",
+                then=configure,
+            )  # fmt: skip
+
+            async def pushed(which: str = which) -> bool:
+                return any("TASK_STATE_COMPLETED" in json.dumps(b) for b in received[which])
+
+            await eventually(pushed, "the completed status is pushed")
+            seen.append((streamed, created["it"], normalised(received[which])))
+    assert seen[0] == seen[1]
+    assert "result" in seen[0][1], seen[0][1]
+    assert any("artifactUpdate" in pushed for pushed in seen[0][2]), seen[0][2]

@@ -74,7 +74,7 @@ from library_ioa.plugins.a2a.server.executor import (
     turn_from_message,
 )
 from library_ioa.plugins.a2a.server.fast_stream import Event, Listener, StreamRun, events_of
-from library_ioa.plugins.a2a.server.final_state import TERMINAL_STATES
+from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
 from library_ioa.plugins.a2a.server.publisher import TurnTicketLike
 from mas.runtime.errors import RuntimeFailure
@@ -308,14 +308,24 @@ class FastSendHandler(CountingRequestHandler):
         if self._runs.get(run.task_id) is run:
             del self._runs[run.task_id]
 
-    async def _park(self, run: StreamRun) -> None:
-        """A run ended waiting for input: the SDK's registry holds the task, as it would."""
+    async def _park(self, run: StreamRun, task: Task) -> bool:
+        """Whether the SDK's registry now holds the task of a run that ended, as the SDK's
+        own ``ActiveTask`` would still be there: when it waits for input, or a message
+        naming it waits behind the turn (whose task manager must keep the task's context).
+        """
+        if task.status.state not in INTERRUPTED_STATES and not self._executor.pending(task.id):
+            return False
         try:
             await self._active_task_registry.get_or_create(
-                run.task_id, call_context=run.call_context, create_task_if_missing=False
+                task.id,
+                call_context=run.call_context,
+                context_id=task.context_id,
+                create_task_if_missing=False,
             )
-        except Exception as exc:  # closed at shutdown, or the task is gone: nothing to hold
-            logger.debug("task %s is not parked: %s", run.task_id, exc)
+        except Exception as exc:  # closed at shutdown, the task is gone or ended: nothing held
+            logger.debug("task %s is not parked: %s", task.id, exc)
+            return False
+        return True
 
     async def _setup_active_task(self, params: Any, call_context: Any) -> Any:
         task_id = params.message.task_id

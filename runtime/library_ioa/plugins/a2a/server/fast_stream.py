@@ -24,9 +24,10 @@ Listeners are the requester's stream and any ``SubscribeToTask`` of the task whi
 runs: they get the events in order; a listener that goes away (a client disconnecting)
 never stops the turn, which runs to its end and is stored. :meth:`cancel` is the SDK's
 local cancel: the executor's ``cancel`` publishes CANCELED, the turn's waiting call is
-withdrawn, and the stored task is returned. A run that ends waiting for input
-(``input-required``) is handed to the SDK's registry as the ``ActiveTask`` the SDK would
-have left parked, so a follow-up message, a cancel or a resubscription is the SDK's.
+withdrawn, and the stored task is returned. When the run ends, ``park`` (the handler)
+may hand the task to the SDK's registry as the ``ActiveTask`` the SDK would have kept:
+for a task waiting for input, or with a message waiting behind the turn, so that
+message, a cancel or a resubscription is the SDK's.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import InternalError, InvalidAgentResponseError, InvalidParamsError
 
-from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
+from library_ioa.plugins.a2a.server.final_state import TERMINAL_STATES
 
 logger = logging.getLogger(__name__)
 
@@ -213,7 +214,7 @@ class StreamRun:
         push_sender: PushNotificationSender | None,
         event_stream: TaskEventStream | None,
         request: RequestContext,
-        park: Callable[[StreamRun], Awaitable[None]],
+        park: Callable[[StreamRun, Task], Awaitable[bool]],
     ) -> None:
         assert request.task_id is not None and request.context_id is not None
         self.task_id: str = request.task_id
@@ -229,7 +230,7 @@ class StreamRun:
         self._lock = asyncio.Lock()
         self._listeners: list[Listener] = []
         self.finished = False  # a terminal state or a Message: nothing more is published
-        self.parked = False  # ended waiting for input; the SDK's registry holds it now
+        self.parked = False  # the SDK's registry holds the task now (see park)
         self.ended = asyncio.Event()
         self.runner: asyncio.Task[None] | None = None
 
@@ -285,9 +286,8 @@ class StreamRun:
                 logger.exception("streamed task %s: cannot record FAILED", self.task_id)
         try:
             task = await self._book.get_task() if error is None else None
-            if task is not None and task.status.state in INTERRUPTED_STATES:
-                await self._park(self)
-                self.parked = True
+            if task is not None:
+                self.parked = await self._park(self, task)
         finally:
             self._end(error)
 
