@@ -335,7 +335,7 @@ class StreamRun:
                 if task is not None and task.status.state in TERMINAL_STATES:
                     # As the SDK: the stored task is passed on and the producer canceled.
                     self.finished = True
-                    self._emit(await self.current_task() or task)
+                    await self._pass_on(await self.current_task() or task)
                     if self.runner is not None:
                         self.runner.cancel()
                     return
