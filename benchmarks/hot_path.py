@@ -525,7 +525,10 @@ async def main(args: argparse.Namespace) -> int:
                     ["serve", "bare"],
                 )
                 errors += sum(rpc.median(n).errors for n in ("serve", "bare"))
-            print(f"\nserve RSS after the run: {servers['serve'].rss_mib():.1f} MiB")
+            print(
+                f"\nRSS after the run: serve {servers['serve'].rss_mib():.1f} MiB, "
+                f"bare {servers['bare'].rss_mib():.1f} MiB"
+            )
         finally:
             for server in servers.values():
                 await stop(server)
