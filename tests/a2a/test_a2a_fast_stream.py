@@ -18,9 +18,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 import httpx
 import pytest
+from a2a.types import Message, Part, Role, SendMessageRequest, a2a_pb2_grpc
 from a2a_support import STEP, ScriptRunner, endpoint_for, eventually, free_port, wait_for
+from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -39,7 +42,7 @@ pytestmark = pytest.mark.integration
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _SUFFIX = re.compile(r"-[0-9a-f]{12}\b")
-_TIME = re.compile(r'"timestamp": "[^"]+"')
+_TIME = re.compile(r'"timestamp": ?"[^"]+"')
 SSE_HEADERS = ("content-type", "cache-control", "connection", "x-accel-buffering")
 
 
@@ -80,11 +83,12 @@ async def read_stream(
     path: str = "/",
     until: str | None = None,
     then: Any = None,
+    headers: dict[str, str] = V1,
 ) -> Streamed:
     """Post ``content`` and read the whole answer; ``then()`` runs once a frame has ``until``."""
     async with (
         asyncio.timeout(STEP),
-        http.stream("POST", url + path, content=content, headers=V1) as reply,
+        http.stream("POST", url + path, content=content, headers=headers) as reply,
     ):
         headers = {k: reply.headers.get(k, "") for k in SSE_HEADERS}
         answer = Streamed(reply.status_code, headers)
@@ -221,6 +225,65 @@ async def test_rest_streams_alike(pair: tuple[httpx.AsyncClient, str, str]) -> N
         for base in (fast, sdk)
     ]
     assert answers[0] == answers[1] and len(answers[0].frames) == 7, answers[0]
+
+
+async def test_a_0_3_message_stream_streams_alike(
+    pair: tuple[httpx.AsyncClient, str, str], runs: list[StreamRun]
+) -> None:
+    http, fast, sdk = pair
+    message = {"role": "user", "messageId": "m-03", "kind": "message", "contextId": "c-03"}
+    message["parts"] = [{"kind": "text", "text": "echo old words"}]
+    content = json.dumps(
+        {"jsonrpc": "2.0", "id": 5, "method": "message/stream", "params": {"message": message}}
+    ).encode()
+    old = {"Content-Type": "application/json"}  # no A2A-Version: read as 0.3
+    answers = [await read_stream(http, base, content, headers=old) for base in (fast, sdk)]
+    assert len(runs) == 1
+    assert answers[0] == answers[1]
+    assert '"completed"' in answers[0].frames[-1], answers[0]
+
+
+@contextlib.asynccontextmanager
+async def grpc_pair() -> AsyncIterator[list[str]]:
+    """Both exposures with gRPC; their gRPC addresses (fast first)."""
+    async with contextlib.AsyncExitStack() as stack:
+        addresses = []
+        for fast in (True, False):
+            mailbox = SessionTurnMailbox(ScriptRunner())
+            served = A2AExposure(
+                agent_id="scripted",
+                manifest=AgentManifest(),
+                endpoint=endpoint_for(free_port(), free_port()),
+                mailbox=mailbox,
+                grpc=True,
+                drain_timeout=2.0,
+                message_grace=5.0,
+                fast_send=fast,
+            )
+            await served.start()
+            stack.push_async_callback(mailbox.aclose)
+            stack.push_async_callback(served.aclose)
+            assert served.grpc_address is not None
+            addresses.append(served.grpc_address)
+        yield addresses
+
+
+@pytest.mark.parametrize("text", ["echo one two", "quick hi", "fail no"])
+async def test_grpc_streams_alike(text: str, runs: list[StreamRun]) -> None:
+    request = SendMessageRequest(
+        message=Message(role=Role.ROLE_USER, message_id="g-1", parts=[Part(text=text)])
+    )
+    answers = []
+    async with grpc_pair() as addresses:
+        for address in addresses:
+            async with grpc.aio.insecure_channel(address) as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+                call = stub.SendStreamingMessage(
+                    request, metadata=(("a2a-version", "1.0"),), timeout=STEP
+                )
+                answers.append([scrubbed(json.dumps(MessageToDict(r))) async for r in call])
+    assert len(runs) == 1
+    assert answers[0] == answers[1] and answers[0], answers
 
 
 @contextlib.asynccontextmanager
