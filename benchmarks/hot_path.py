@@ -17,14 +17,16 @@ Measured, alternating the servers round after round so machine noise hits all al
    ``messageId`` per request) with ``wrk`` over 32 keep-alive connections: requests/s,
    p50 and p99 latency, and the ratios;
 3. SSE: ``SendStreamingMessage`` with a 16-word text (the task, ``working``, one artifact
-   chunk per word, the closing chunk, ``completed``: 20 events per stream) from a bounded
-   httpx client, 16 concurrent streams: events/s;
+   chunk per word, the closing chunk, ``completed``: 20 events per stream) from ``wrk``
+   over 16 keep-alive connections, each stream checked for its 20 frames and no error:
+   events/s and per-stream p50/p99 (``--sse-client httpx``: the bounded httpx client
+   instead, which saturates a core by itself at about 3,000 events/s on this machine);
 4. gRPC ``SendMessage`` from a bounded ``grpc.aio`` client, 32 concurrent calls.
 
 Usage::
 
     python benchmarks/hot_path.py [--duration 10] [--rounds 3] [--skip-sse] [--skip-grpc]
-                                  [--bare-gc-freeze]
+                                  [--sse-client wrk|httpx] [--bare-gc-freeze]
 
 ``wrk`` is the Debian package; when it is missing the script installs it with
 ``apt-get install -y wrk`` if it runs as root, and otherwise says how. Everything is bounded
@@ -57,6 +59,7 @@ START_TIMEOUT = 60.0
 CONNECTIONS = 32
 SSE_TEXT = " ".join(f"word{i}" for i in range(16))
 SSE_EVENTS = 20
+SSE_STREAMS = 16
 
 LUA = """
 local counter = 0
@@ -76,6 +79,44 @@ function request()
     .. '{"message":{"role":"ROLE_USER","messageId":"m-' .. tid .. '-' .. counter
     .. '","parts":[{"text":"hello from the benchmark"}]}}}'
   return wrk.format(nil, nil, nil, body)
+end
+"""
+
+# SSE with wrk: a SendStreamingMessage per request; a stream that is not 200 with exactly
+# SSE_EVENTS "data:" frames and no error is counted as bad (printed by done()).
+SSE_LUA = """
+local counter = 0
+local tid = 0
+local threads = {}
+function setup(thread)
+  thread:set("tid", tid)
+  tid = tid + 1
+  table.insert(threads, thread)
+end
+function init(args)
+  bad = 0
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["A2A-Version"] = "1.0"
+end
+function request()
+  counter = counter + 1
+  local body = '{"jsonrpc":"2.0","id":' .. counter .. ',"method":"SendStreamingMessage",'
+    .. '"params":{"message":{"role":"ROLE_USER","messageId":"s-' .. tid .. '-' .. counter
+    .. '","parts":[{"text":"TEXT"}]}}}'
+  return wrk.format(nil, nil, nil, body)
+end
+function response(status, headers, body)
+  local frames = 0
+  for _ in string.gmatch(body, "data: {") do frames = frames + 1 end
+  if status ~= 200 or frames ~= EVENTS or string.find(body, '"error"', 1, true) then
+    bad = bad + 1
+  end
+end
+function done(summary, latency, requests)
+  local total = 0
+  for _, thread in ipairs(threads) do total = total + thread:get("bad") end
+  io.write(string.format("Bad streams: %d\\n", total))
 end
 """
 
@@ -222,18 +263,28 @@ def parse_wrk(output: str) -> Run:
         r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output
     ):
         errors += sum(int(n) for n in match.groups())
+    if match := re.search(r"Bad streams: (\d+)", output):
+        errors += int(match.group(1))
     return Run(rate, p50, p99, errors)
 
 
-async def run_wrk(wrk: str, script: Path, url: str, duration: float) -> Run:
+async def run_wrk(
+    wrk: str, script: Path, url: str, duration: float, connections: int = CONNECTIONS
+) -> Run:
     process = await asyncio.create_subprocess_exec(
-        wrk, "-t2", f"-c{CONNECTIONS}", f"-d{duration:g}s", "--timeout", "10s", "--latency",
+        wrk, "-t2", f"-c{connections}", f"-d{duration:g}s", "--timeout", "10s", "--latency",
         "-s", str(script), url,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     async with asyncio.timeout(duration + 30):
         out, _ = await process.communicate()
     return parse_wrk(out.decode())
+
+
+async def run_wrk_sse(wrk: str, script: Path, url: str, duration: float) -> Run:
+    """SSE streams from wrk (``SSE_LUA``): events/s, per-stream p50/p99 latency."""
+    run = await run_wrk(wrk, script, url, duration, SSE_STREAMS)
+    return Run(run.rate * SSE_EVENTS, run.p50, run.p99, run.errors)
 
 
 # -- bounded Python clients ----------------------------------------------------------
@@ -281,6 +332,7 @@ async def bounded(
 
 
 async def run_sse(url: str, duration: float, concurrency: int = 16) -> Run:
+    """SSE streams from a bounded httpx client (``--sse-client httpx``)."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(
         timeout=30.0, limits=limits, headers={"A2A-Version": "1.0"}
@@ -395,6 +447,8 @@ async def main(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "send.lua"
         script.write_text(LUA)
+        sse_script = Path(tmp) / "stream.lua"
+        sse_script.write_text(SSE_LUA.replace("TEXT", SSE_TEXT).replace("EVENTS", str(SSE_EVENTS)))
         env = {**os.environ, "MAS_CONTROL_DIR": str(Path(tmp) / "control"), "PYTHONUNBUFFERED": "1"}
         ports = {name: (free_port(), free_port()) for name in ("serve", "bare", "raw")}
         app = Path(tmp) / "bench.yaml"
@@ -441,12 +495,15 @@ async def main(args: argparse.Namespace) -> int:
             errors += sum(jsonrpc.median(n).errors for n in names)
             if not args.skip_sse:
                 sse = Series()
-                await rounds(
-                    "sse", sse, ["serve", "bare"], args.rounds,
-                    lambda name: run_sse(servers[name].url, args.duration),
-                )  # fmt: skip
+
+                async def sse_run(name: str) -> Run:
+                    if args.sse_client == "httpx":
+                        return await run_sse(servers[name].url, args.duration)
+                    return await run_wrk_sse(wrk, sse_script, servers[name].url, args.duration)
+
+                await rounds("sse", sse, ["serve", "bare"], args.rounds, sse_run)
                 table(
-                    "SSE SendStreamingMessage, 16 streams, events",
+                    f"SSE SendStreamingMessage, {SSE_STREAMS} streams ({args.sse_client}), events",
                     "events/s",
                     sse,
                     ["serve", "bare"],
@@ -468,7 +525,10 @@ async def main(args: argparse.Namespace) -> int:
                     ["serve", "bare"],
                 )
                 errors += sum(rpc.median(n).errors for n in ("serve", "bare"))
-            print(f"\nserve RSS after the run: {servers['serve'].rss_mib():.1f} MiB")
+            print(
+                f"\nRSS after the run: serve {servers['serve'].rss_mib():.1f} MiB, "
+                f"bare {servers['bare'].rss_mib():.1f} MiB"
+            )
         finally:
             for server in servers.values():
                 await stop(server)
@@ -486,6 +546,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="give the bare server the gc.freeze() mas-ctl serve does (a stricter baseline)",
     )
     parser.add_argument("--skip-sse", action="store_true")
+    parser.add_argument(
+        "--sse-client",
+        choices=["wrk", "httpx"],
+        default="wrk",
+        help="SSE load from wrk (default) or the bounded httpx client (which saturates a core "
+        "by itself at about 3,000 events/s here)",
+    )
     parser.add_argument("--skip-grpc", action="store_true")
     return parser.parse_args(argv)
 

@@ -42,6 +42,7 @@ def normalised(value: Any) -> Any:
 
 
 MAILBOXES: list[SessionTurnMailbox] = []  # the latest exposure's mailbox is last
+EXPOSURES: dict[str, A2AExposure] = {}  # by URL, while served
 
 
 @contextlib.asynccontextmanager
@@ -60,9 +61,11 @@ async def exposure(
         fast_send=fast,
     )
     await served.start()
+    EXPOSURES[served.url] = served
     try:
         yield served.url
     finally:
+        del EXPOSURES[served.url]
         await served.aclose()
         await mailbox.aclose()
 

@@ -88,6 +88,7 @@ async def serve_on_store(
     lease: float = 20.0,
     env: dict[str, str] | None = None,
     options: dict[str, Any] | None = None,
+    fast_send: bool = True,
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """One scripted agent on ``url``'s task store (one replica when several share it)."""
@@ -113,6 +114,7 @@ async def serve_on_store(
         drain_timeout=2.0,
         message_grace=0.0,  # always a task: these tests are about tasks
         task_stores=stores,
+        fast_send=fast_send,
     )
     await exposure.start()
     try:

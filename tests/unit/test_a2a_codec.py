@@ -3,21 +3,37 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from a2a.types import Message, Part, Role, SendMessageRequest
+from a2a.types import (
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 from a2a.utils.errors import InvalidParamsError
-from a2a.utils.proto_utils import validate_proto_required_fields
+from a2a.utils.proto_utils import to_stream_response, validate_proto_required_fields
 from google.protobuf.json_format import MessageToDict, ParseDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jsonrpc.jsonrpc2 import JSONRPC20Response  # type: ignore[import-untyped]
 
 from library_ioa.plugins.a2a.server.codec import (
     has_required_fields,
+    message_dict,
     parse_plain_send,
     plain_message_dict,
+    stream_response_dict,
 )
+from library_ioa.plugins.a2a.server.fast_jsonrpc import stream_item
 
 texts = st.text(max_size=12)
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), texts)
@@ -164,3 +180,97 @@ def test_the_fast_answer_is_rendered_by_the_plain_dict() -> None:
     assert plain_message_dict(message) == MessageToDict(message)
     message.metadata["k"] = "v"
     assert plain_message_dict(message) is None
+
+
+# Stream events as JSON, parsed into a StreamResponse and compared as the dispatcher renders
+# them: every kind of part, status, metadata, timestamps, unknown enum numbers.
+stamps = st.sampled_from(
+    ["2026-12-02T19:15:12Z", "2026-12-02T19:15:12.120Z", "2026-12-02T19:15:12.123456789Z"]
+)
+states = st.one_of(
+    st.sampled_from(list(TaskState.keys())), st.integers(0, 12), st.sampled_from(["", "NOPE"])
+)
+wire_messages = st.fixed_dictionaries(
+    {"role": roles, "parts": st.lists(parts, max_size=3)},
+    optional={
+        "messageId": texts,
+        "contextId": texts,
+        "taskId": texts,
+        "metadata": st.dictionaries(texts, scalars, max_size=2),
+        "referenceTaskIds": st.lists(texts, max_size=2),
+    },
+)
+statuses = st.fixed_dictionaries(
+    {"state": states}, optional={"message": wire_messages, "timestamp": stamps}
+)
+artifacts = st.fixed_dictionaries(
+    {"artifactId": texts, "parts": st.lists(parts, max_size=3)},
+    optional={
+        "name": texts,
+        "description": texts,
+        "metadata": st.dictionaries(texts, scalars, max_size=1),
+        "extensions": st.lists(texts, max_size=1),
+    },
+)
+events = st.one_of(
+    st.fixed_dictionaries(
+        {"task": st.fixed_dictionaries(
+            {"id": texts, "contextId": texts, "status": statuses},
+            optional={
+                "history": st.lists(wire_messages, max_size=2),
+                "artifacts": st.lists(artifacts, max_size=2),
+                "metadata": st.dictionaries(texts, scalars, max_size=1),
+            },
+        )}
+    ),
+    st.fixed_dictionaries({"message": wire_messages}),
+    st.fixed_dictionaries(
+        {"statusUpdate": st.fixed_dictionaries(
+            {"taskId": texts, "contextId": texts, "status": statuses},
+            optional={"metadata": st.dictionaries(texts, scalars, max_size=1)},
+        )}
+    ),
+    st.fixed_dictionaries(
+        {"artifactUpdate": st.fixed_dictionaries(
+            {"taskId": texts, "contextId": texts, "artifact": artifacts},
+            optional={"append": st.booleans(), "lastChunk": st.booleans()},
+        )}
+    ),
+)  # fmt: skip
+
+
+def event_of(value: dict[str, Any]) -> Any:
+    response = ParseDict(value, StreamResponse(), ignore_unknown_fields=True)
+    return getattr(response, response.WhichOneof("payload"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(events, st.one_of(st.integers(-5, 5), texts))
+def test_a_stream_item_is_what_the_dispatcher_renders(value: dict[str, Any], rid: Any) -> None:
+    try:
+        event = event_of(value)
+    except Exception:
+        return
+    result = MessageToDict(to_stream_response(event), preserving_proto_field_name=False)
+    expected = JSONRPC20Response(result=result, _id=rid).data
+    fast = stream_item(rid, event)
+    assert fast == expected
+    assert json.dumps(fast, ensure_ascii=False) == json.dumps(expected, ensure_ascii=False)
+
+
+def test_the_streamed_turn_takes_the_direct_conversion() -> None:
+    status = TaskStatus(state=TaskState.TASK_STATE_COMPLETED)
+    status.message.CopyFrom(Message(role=Role.ROLE_AGENT, message_id="m", parts=[Part(text="hi")]))
+    status.timestamp.FromJsonString("2026-12-02T19:15:12.5Z")
+    chunk = TaskArtifactUpdateEvent(task_id="t", context_id="c", append=True)
+    chunk.artifact.artifact_id = "response-1"
+    chunk.artifact.parts.append(Part(text="word"))
+    for event in (
+        TaskStatusUpdateEvent(task_id="t", context_id="c", status=status),
+        chunk,
+        Task(id="t", context_id="c", status=status, history=[status.message]),
+    ):
+        assert message_dict(event) is not None
+        assert stream_response_dict(event) == MessageToDict(to_stream_response(event))
+    status.message.metadata["k"] = "v"  # a Struct: left to MessageToDict
+    assert message_dict(status) is None

@@ -13,11 +13,11 @@ prefix) it serves
 all built from the a2a-sdk's route factories, ``DefaultRequestHandler``, the task and
 push-config stores of ``a2a.task_store`` (:mod:`library_ioa.plugins.a2a.server.stores`:
 in memory by default, or the SDK's database stores) and ``BasePushNotificationSender``;
-with ``fast_send`` (the default) a quick blocking send of a new task skips the SDK's
-per-task machinery (``server/fast_handler.py``, ``server/fast_jsonrpc.py``, the same
-answers). Protocol 1.0 is served, and the 0.3 method names and transports too
-(``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC ``a2a.v1.A2AService``). A
-request without an ``A2A-Version`` header is read as 0.3.
+with ``fast_send`` (the default) a quick blocking send and a streaming send of a new task
+skip the SDK's per-task machinery (``server/fast_handler.py``, ``server/fast_stream.py``,
+``server/fast_jsonrpc.py``, the same answers). Protocol 1.0 is served, and the 0.3 method
+names and transports too (``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC
+``a2a.v1.A2AService``). A request without an ``A2A-Version`` header is read as 0.3.
 
 Push-notification URLs are screened by the endpoint's ``a2a.push`` policy
 (:class:`~library_ioa.plugins.a2a.server.push.PushUrlPolicy`: public addresses only unless
@@ -146,7 +146,8 @@ class A2AExposure:
             )
         self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
         # A blocking send of a new task skips the SDK's per-task machinery when the turn
-        # answers at once (server/fast_handler.py); fast_send=False is the SDK path only.
+        # answers at once, a streaming one always (server/fast_handler.py, fast_stream.py);
+        # fast_send=False is the SDK path only.
         self.handler = FastSendHandler(
             self.executor,
             self.stores.task_store,

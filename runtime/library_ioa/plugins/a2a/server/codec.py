@@ -7,6 +7,11 @@
   ``ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)`` builds.
 - :func:`plain_message_dict`: ``MessageToDict`` of a ``Message`` holding only ids, a role
   and text parts (the fast handler's answer), built directly; ``None`` for any other.
+- :func:`stream_response_dict`: ``MessageToDict(to_stream_response(event))`` of a stream
+  event whose fields are all strings, booleans, 32-bit integers, known enum values,
+  timestamps and nested messages of the same kinds, built directly from ``ListFields``
+  in the same order; anything else (a ``Struct``, bytes, a map, a 64-bit number...)
+  through ``MessageToDict`` itself.
 - :func:`has_required_fields`: whether the SDK's ``validate_proto_required_fields`` would
   pass, with the field plan of each message type computed once instead of on every call.
   Only a ``True`` is trusted; on ``False`` the caller runs the SDK's validator, which
@@ -18,15 +23,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.types import Message, Part, Role, SendMessageRequest
+from a2a.types import (
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.proto_utils import to_stream_response
 from google.api.field_behavior_pb2 import (  # type: ignore[import-untyped]
     FieldBehavior,
     field_behavior,
 )
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message as ProtoMessage
 
-__all__ = ["has_required_fields", "parse_plain_send", "plain_message_dict"]
+__all__ = [
+    "has_required_fields",
+    "message_dict",
+    "parse_plain_send",
+    "plain_message_dict",
+    "stream_response_dict",
+]
 
 _MESSAGE_KEYS = frozenset({"role", "messageId", "contextId", "parts"})
 _ROLES = frozenset(Role.keys())
@@ -87,6 +108,103 @@ def plain_message_dict(message: Message) -> dict[str, Any] | None:
     if texts:
         result["parts"] = [{"text": text} for text in texts]
     return result
+
+
+_STREAM_KEYS: dict[type, str] = {
+    Task: "task",
+    Message: "message",
+    TaskStatusUpdateEvent: "statusUpdate",
+    TaskArtifactUpdateEvent: "artifactUpdate",
+}
+
+
+def stream_response_dict(event: ProtoMessage) -> dict[str, Any]:
+    """``MessageToDict(to_stream_response(event))`` (module docstring)."""
+    key = _STREAM_KEYS.get(type(event))
+    if key is not None:
+        body = message_dict(event)
+        if body is not None:
+            return {key: body}
+    result: dict[str, Any] = MessageToDict(
+        to_stream_response(event),
+        preserving_proto_field_name=False,
+    )
+    return result
+
+
+_SCALAR, _ENUM, _TIMESTAMP, _MESSAGE = range(4)
+_SCALAR_TYPES = frozenset(
+    {FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_INT32}
+)
+
+
+@dataclass(frozen=True)
+class _Out:
+    json_name: str
+    kind: int
+    repeated: bool
+    enum_names: dict[int, str]
+
+
+_OUT_PLANS: dict[FieldDescriptor, _Out | None] = {}
+
+
+def _out_plan(field: FieldDescriptor) -> _Out | None:
+    """How ``MessageToDict`` writes ``field``; ``None`` for a kind left to it."""
+    if field in _OUT_PLANS:
+        return _OUT_PLANS[field]
+    kind: int | None = None
+    names: dict[int, str] = {}
+    if field.type in _SCALAR_TYPES:
+        kind = _SCALAR
+    elif field.type == FieldDescriptor.TYPE_ENUM:
+        kind = _ENUM
+        names = {value.number: value.name for value in field.enum_type.values}
+    elif field.type == FieldDescriptor.TYPE_MESSAGE:
+        full_name = field.message_type.full_name
+        if full_name == "google.protobuf.Timestamp":
+            kind = None if _is_repeated(field) else _TIMESTAMP
+        elif not full_name.startswith("google.protobuf.") and not (
+            field.message_type.GetOptions().map_entry
+        ):
+            kind = _MESSAGE
+    plan = None if kind is None else _Out(field.json_name, kind, _is_repeated(field), names)
+    _OUT_PLANS[field] = plan
+    return plan
+
+
+def message_dict(message: ProtoMessage) -> dict[str, Any] | None:
+    """``MessageToDict(message)`` when every field is of a plain kind, else ``None``."""
+    out: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        plan = _OUT_PLANS.get(field) if field in _OUT_PLANS else _out_plan(field)
+        if plan is None:
+            return None
+        kind = plan.kind
+        if kind == _SCALAR:
+            out[plan.json_name] = list(value) if plan.repeated else value
+        elif kind == _ENUM:
+            values = value if plan.repeated else (value,)
+            if not all(v in plan.enum_names for v in values):
+                return None  # an unknown number: MessageToDict writes it as a number
+            names = [plan.enum_names[v] for v in values]
+            out[plan.json_name] = names if plan.repeated else names[0]
+        elif kind == _TIMESTAMP:
+            out[plan.json_name] = value.ToJsonString()
+        elif plan.repeated:
+            items = []
+            for item in value:
+                converted = message_dict(item)
+                if converted is None:
+                    return None
+                items.append(converted)
+            out[plan.json_name] = items
+        else:
+            converted = message_dict(value)
+            if converted is None:
+                return None
+            out[plan.json_name] = converted
+    return out
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ class _ArrivalCounter(SimpleRequestContextBuilder):
                 "start a new task"
             )
         if task_id and built.message is not None:
-            self._executor.waiting.setdefault(task_id, []).append(built.message.message_id)
+            self._executor.arrived(task_id, built.message.message_id)
         return built
 
 
@@ -143,6 +143,14 @@ class MasLabAgentExecutor(AgentExecutor):
     def pending(self, task_id: str) -> int:
         """Requests naming ``task_id`` that arrived and have not started yet."""
         return len(self.waiting.get(task_id, ()))
+
+    def arrived(self, task_id: str, message_id: str) -> None:
+        """A request naming ``task_id`` arrived; it waits until its turn starts."""
+        self.waiting.setdefault(task_id, []).append(message_id)
+
+    def withdraw(self, task_id: str, message_id: str) -> None:
+        """The request ``message_id`` of ``task_id`` no longer waits (it starts, or left)."""
+        self._starting(task_id, message_id)
 
     def _starting(self, task_id: str, message_id: str) -> None:
         waiting = self.waiting.get(task_id)

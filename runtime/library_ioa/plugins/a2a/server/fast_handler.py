@@ -1,4 +1,4 @@
-"""``FastSendHandler``: the blocking send of a new task without the SDK's per-task machinery.
+"""``FastSendHandler``: sends that start a new task, without the SDK's per-task machinery.
 
 The SDK's ``DefaultRequestHandler`` runs every send through an ``ActiveTask``: two
 background tasks (producer and consumer), two event queues with their dispatch loops, a
@@ -17,9 +17,17 @@ runs the turn on the mailbox itself and waits up to the executor's ``message_gra
   executor publishes the turn's events exactly as it would have (the task, its updates,
   the store, push, cancel, resubscribe), without running the turn twice.
 
-Every other request (a message on an existing task, streaming, ``returnImmediately``, a
-push configuration, every other method) is the SDK's handler unchanged. Validation runs in
-the SDK's order with the SDK's functions, so a bad request gets the same error.
+A streaming send of a new task with the same conditions (and the streaming capability)
+runs on a :class:`~library_ioa.plugins.a2a.server.fast_stream.StreamRun` instead of an
+``ActiveTask``: the same events, stores, pushes and errors (see that module). While it
+runs, this handler answers ``CancelTask`` and ``SubscribeToTask`` of its task from it, and
+queues a message naming its task behind its turn as the SDK would; once it ends, those are
+the SDK's again. :meth:`FastSendHandler.message_stream_batches` gives the events that are
+ready together in one list, which the JSON-RPC route writes as one chunk.
+
+Every other request (a message on an existing task, ``returnImmediately``, a push
+configuration, every other method) is the SDK's handler unchanged. Validation runs in the
+SDK's order with the SDK's functions, so a bad request gets the same error.
 
 One difference is only visible to a racing observer: a task whose turn emits an artifact
 or a delegation and still ends within the grace is stored when the turn ends rather than
@@ -30,16 +38,32 @@ caller's answer and the stored task are the same.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.types import Message, Part, Role, SendMessageRequest
+from a2a.types import (
+    CancelTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.errors import (
+    InternalError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 from a2a.utils.input_mode_validator import validate_input_modes
 from a2a.utils.proto_utils import validate_proto_required_fields
-from a2a.utils.task import validate_history_length
+from a2a.utils.task import apply_history_length, validate_history_length
 
 from library_ioa.plugins.a2a.server.codec import has_required_fields
 from library_ioa.plugins.a2a.server.executor import (
@@ -49,10 +73,14 @@ from library_ioa.plugins.a2a.server.executor import (
     TurnMailbox,
     turn_from_message,
 )
+from library_ioa.plugins.a2a.server.fast_stream import Event, Listener, StreamRun, events_of
+from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
 from library_ioa.plugins.a2a.server.publisher import TurnTicketLike
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import TextDelta, TurnEnded, TurnEvent, TurnInput
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["AdoptedTurn", "FastSendHandler", "fast_eligible"]
 
@@ -133,6 +161,7 @@ class FastSendHandler(CountingRequestHandler):
         super().__init__(executor, *args, **kwargs)
         self._executor = executor
         self._mailbox = mailbox
+        self._runs: dict[str, StreamRun] = {}  # streamed new tasks still running (fast_stream)
 
     async def on_message_send(self, params: Any, context: Any) -> Any:
         context.state[STREAMING_STATE] = False
@@ -201,3 +230,192 @@ class FastSendHandler(CountingRequestHandler):
             task_id=task_id,
             parts=[Part(text=end.text)],
         )
+
+    # -- streaming: a new task's streamed turn on a StreamRun (fast_stream.py) ------------
+
+    def _stream_eligible(self, params: Any) -> bool:
+        return (
+            self._mailbox is not None
+            and isinstance(params, SendMessageRequest)
+            and self._agent_card.capabilities.streaming
+            and fast_eligible(params)
+        )
+
+    def on_message_send_stream(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
+        context.state[STREAMING_STATE] = True
+        if not self._stream_eligible(params):
+            return self._stream(
+                "SendStreamingMessage",
+                DefaultRequestHandler.on_message_send_stream(self, params, context),
+            )
+        return self._stream("SendStreamingMessage", _one_by_one(self._fast_stream(params, context)))
+
+    def message_stream_batches(
+        self, params: Any, context: Any
+    ) -> AsyncGenerator[list[Event], None]:
+        """``on_message_send_stream`` with the events that are ready together in one list."""
+        context.state[STREAMING_STATE] = True
+        if not self._stream_eligible(params):
+            return self._stream(
+                "SendStreamingMessage",
+                _in_lists(DefaultRequestHandler.on_message_send_stream(self, params, context)),
+            )
+        return self._stream("SendStreamingMessage", self._fast_stream(params, context))
+
+    async def _fast_stream(
+        self, params: SendMessageRequest, context: Any
+    ) -> AsyncGenerator[list[Event], None]:
+        # The SDK's checks, in its order (validate_request_params, then _setup_active_task).
+        if not has_required_fields(params):
+            validate_proto_required_fields(params)  # raises the SDK's own error
+        validate_history_length(params.configuration)
+        if self._validate_input_modes:
+            validate_input_modes(params.message, self._agent_card)
+        request = await self._request_context_builder.build(
+            params=params,
+            task_id=None,
+            context_id=params.message.context_id or None,
+            task=None,
+            context=context,
+        )
+        run = StreamRun(
+            executor=self._executor,
+            store=self._versioned_store,
+            push_sender=self._push_sender,
+            event_stream=self._event_stream,
+            request=request,
+            park=self._park,
+        )
+        task_id = run.task_id
+        requester = Listener()
+        self._runs[task_id] = run
+        run.start(requester)
+        assert run.runner is not None
+        run.runner.add_done_callback(lambda _: self._forget(run))
+        configuration = params.configuration
+        try:
+            while batch := await requester.batch():
+                for index, event in enumerate(batch):
+                    if isinstance(event, Task):
+                        if event.id != task_id:
+                            raise InternalError(message="Task ID mismatch in agent response")
+                        batch[index] = apply_history_length(event, configuration)
+                yield batch
+        finally:
+            run.leave(requester)
+
+    def _forget(self, run: StreamRun) -> None:
+        if self._runs.get(run.task_id) is run:
+            del self._runs[run.task_id]
+
+    async def _park(self, run: StreamRun, task: Task) -> bool:
+        """Whether the SDK's registry now holds the task of a run that ended, as the SDK's
+        own ``ActiveTask`` would still be there: when it waits for input, or a message
+        naming it waits behind the turn (whose task manager must keep the task's context).
+        """
+        if task.status.state not in INTERRUPTED_STATES and not self._executor.pending(task.id):
+            return False
+        try:
+            await self._active_task_registry.get_or_create(
+                task.id,
+                call_context=run.call_context,
+                context_id=task.context_id,
+                create_task_if_missing=False,
+            )
+        except Exception as exc:  # closed at shutdown, the task is gone or ended: nothing held
+            logger.debug("task %s is not parked: %s", task.id, exc)
+            return False
+        return True
+
+    async def _setup_active_task(self, params: Any, call_context: Any) -> Any:
+        task_id = params.message.task_id
+        run = self._runs.get(task_id) if task_id else None
+        if run is not None and not run.ended.is_set():
+            # The SDK queues a message naming a running task behind the running turn.
+            message_id = params.message.message_id
+            self._executor.arrived(task_id, message_id)
+            try:
+                await run.ended.wait()
+            finally:
+                self._executor.withdraw(task_id, message_id)
+        return await super()._setup_active_task(params, call_context)
+
+    async def on_cancel_task(self, params: Any, context: Any) -> Any:
+        run = self._runs.get(params.id) if isinstance(params, CancelTaskRequest) else None
+        if run is None:
+            return await super().on_cancel_task(params, context)
+        return await self._unary("CancelTask", self._cancel_run(run, params, context))
+
+    async def _cancel_run(self, run: StreamRun, params: CancelTaskRequest, context: Any) -> Task:
+        if not has_required_fields(params):
+            validate_proto_required_fields(params)
+        stored = await self._versioned_store.get(params.id, context)
+        if stored is None:
+            raise TaskNotFoundError
+        if stored.task.status.state in TERMINAL_STATES:
+            raise TaskNotCancelableError
+        if run.ended.is_set():  # parked, or over: the SDK's own cancel
+            result: Task = await DefaultRequestHandler.on_cancel_task(self, params, context)
+            return result
+        return await run.cancel(context)
+
+    def on_subscribe_to_task(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
+        run = self._runs.get(params.id) if isinstance(params, SubscribeToTaskRequest) else None
+        if run is None:
+            return super().on_subscribe_to_task(params, context)
+        return self._stream("SubscribeToTask", self._resubscribe(run, params, context))
+
+    async def _resubscribe(
+        self, run: StreamRun, params: SubscribeToTaskRequest, context: Any
+    ) -> AsyncGenerator[Event, None]:
+        if not has_required_fields(params):
+            validate_proto_required_fields(params)
+        stored = await self._versioned_store.get(params.id, context)
+        if stored is None:
+            raise TaskNotFoundError
+        state = stored.task.status.state
+        if state in TERMINAL_STATES:
+            raise UnsupportedOperationError(
+                message=f"Task {params.id} is in terminal state: {TaskState.Name(state)}"
+            )
+        listener = run.listen()
+        if listener is None:  # ended meanwhile: the SDK's own resubscription
+            async for event in DefaultRequestHandler.on_subscribe_to_task(self, params, context):
+                yield event
+            return
+        try:
+            task = await run.current_task()
+            if task is not None:
+                yield task
+            async for event in events_of(listener):
+                yield event
+        finally:
+            run.leave(listener)
+        if run.parked:  # the SDK's ActiveTask holds the task now: follow it there
+            active = await self._active_task_registry.get(run.task_id)
+            if active is not None:
+                async for event in active.subscribe():
+                    yield event
+
+    async def aclose(self) -> None:
+        """Stop the streamed runs still going, then the SDK's handler."""
+        runs = list(self._runs.values())
+        await asyncio.gather(*(run.aclose() for run in runs), return_exceptions=True)
+        await super().aclose()
+
+
+async def _one_by_one(batches: AsyncGenerator[list[Event], None]) -> AsyncGenerator[Event, None]:
+    try:
+        async for batch in batches:
+            for event in batch:
+                yield event
+    finally:
+        await batches.aclose()
+
+
+async def _in_lists(events: AsyncGenerator[Any, None]) -> AsyncGenerator[list[Any], None]:
+    try:
+        async for event in events:
+            yield [event]
+    finally:
+        await events.aclose()

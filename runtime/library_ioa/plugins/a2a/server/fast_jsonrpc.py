@@ -1,8 +1,10 @@
-"""The JSON-RPC route with a short path for the hot request: a protocol 1.0 ``SendMessage``.
+"""The JSON-RPC route with a short path for the hot requests: 1.0 ``SendMessage`` and
+``SendStreamingMessage``.
 
 :func:`create_fast_jsonrpc_routes` takes the arguments of the SDK's
 ``create_jsonrpc_routes`` and returns the same one ``POST`` route, on the SDK's own
-``JsonRpcDispatcher``. A request that is plainly a single 1.0 ``SendMessage`` (one
+``JsonRpcDispatcher``. A request that is plainly a single 1.0 ``SendMessage`` or
+``SendStreamingMessage`` (one
 ``A2A-Version: 1.0`` header; a JSON object with exactly the JSON-RPC members, ``jsonrpc``
 ``"2.0"``, a string or integer ``id`` and object ``params``) is parsed with orjson and
 handed to the request handler directly, skipping the dispatcher's generic steps (the
@@ -13,6 +15,14 @@ context comes from the same context builder, the result and every error are shap
 the SDK's ``MessageToDict``, ``JSONRPC20Response`` and ``build_error_response``, and the
 body is rendered byte for byte as Starlette's ``JSONResponse`` renders it.
 
+A stream is answered as the dispatcher answers it: an error before the first event as a
+JSON error, then sse-starlette's ``EventSourceResponse`` (its headers, pings, disconnect
+and shutdown handling) with each event as the dispatcher frames it (``data: `` and the
+JSON-RPC item, ``event: error`` for an error). When the handler offers batches
+(``FastSendHandler.message_stream_batches``), the frames of the events that are ready
+together go out as one chunk: the same bytes, fewer writes through the middleware and
+the socket.
+
 Everything else (other methods, 0.3 names, batches, bad JSON, other versions, params
 protobuf refuses) goes to the SDK's dispatcher unchanged, so its errors stay the SDK's.
 The route stays inside the Starlette app, so middleware (auth, limits) still applies.
@@ -22,34 +32,48 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import orjson
 from a2a.server.jsonrpc_models import InternalError
 from a2a.server.request_handlers import RequestHandler, build_error_response
-from a2a.server.routes.common import DefaultServerCallContextBuilder, ServerCallContextBuilder
+from a2a.server.routes.common import (
+    DefaultServerCallContextBuilder,
+    ServerCallContextBuilder,
+    create_event_source_response,
+)
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import SendMessageRequest, SendMessageResponse, Task
+from a2a.utils import json_utils
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict, ParseDict
 from jsonrpc.jsonrpc2 import JSONRPC20Response  # type: ignore[import-untyped]
+from sse_starlette.event import ensure_bytes
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from library_ioa.plugins.a2a.server.codec import parse_plain_send, plain_message_dict
+from library_ioa.plugins.a2a.server.codec import (
+    parse_plain_send,
+    plain_message_dict,
+    stream_response_dict,
+)
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["create_fast_jsonrpc_routes", "fast_request"]
 
 HOT_METHOD = "SendMessage"
+STREAM_METHOD = "SendStreamingMessage"
+HOT_METHODS = frozenset({HOT_METHOD, STREAM_METHOD})
 HOT_VERSION = "1.0"
+JSON = "application/json"
 _MEMBERS = frozenset({"jsonrpc", "method", "params", "id"})
 
 
-def fast_request(request: Request, body: bytes) -> tuple[str | int, dict[str, Any]] | None:
-    """``(id, params)`` when ``body`` is plainly one 1.0 ``SendMessage``, else ``None``."""
+def fast_request(request: Request, body: bytes) -> tuple[str | int, str, dict[str, Any]] | None:
+    """``(id, method, params)`` when ``body`` is plainly one 1.0 hot request, else ``None``."""
     if request.headers.getlist("a2a-version") != [HOT_VERSION]:
         return None
     try:
@@ -61,12 +85,12 @@ def fast_request(request: Request, body: bytes) -> tuple[str | int, dict[str, An
     request_id, params = data["id"], data["params"]
     if (
         data["jsonrpc"] != "2.0"
-        or data["method"] != HOT_METHOD
+        or data["method"] not in HOT_METHODS
         or type(request_id) not in (str, int)
         or not isinstance(params, dict)
     ):
         return None
-    return request_id, params
+    return request_id, data["method"], params
 
 
 def render(content: Any) -> bytes:
@@ -84,17 +108,25 @@ class FastJsonRpcEndpoint:
         request_handler: RequestHandler,
         dispatcher: JsonRpcDispatcher,
         context_builder: ServerCallContextBuilder,
+        shutdown_grace_period: float = 0,
     ) -> None:
         self._handler = request_handler
         self._dispatcher = dispatcher
         self._context_builder = context_builder
+        self._shutdown_grace_period = shutdown_grace_period
+        # The handler's batched stream (FastSendHandler.message_stream_batches), if it has one.
+        self._batches: Callable[[Any, Any], AsyncGenerator[list[Any], None]] | None = getattr(
+            request_handler, "message_stream_batches", None
+        )
 
     async def handle(self, request: Request) -> Response:
         """Answer one JSON-RPC POST."""
         hot = fast_request(request, await request.body())
         if hot is None:
             return await self._dispatcher.handle_requests(request)
-        request_id, params = hot
+        request_id, method, params = hot
+        if method == STREAM_METHOD and self._batches is None:
+            return await self._dispatcher.handle_requests(request)
         try:
             send = parse_plain_send(params) or ParseDict(
                 params, SendMessageRequest(), ignore_unknown_fields=True
@@ -103,8 +135,10 @@ class FastJsonRpcEndpoint:
             return await self._dispatcher.handle_requests(request)  # the SDK's own error
         call_context = self._context_builder.build(request)
         call_context.tenant = send.tenant
-        call_context.state["method"] = HOT_METHOD
+        call_context.state["method"] = method
         call_context.state["request_id"] = request_id
+        if method == STREAM_METHOD:
+            return await self._stream(request_id, send, call_context)
         try:
             answer = await self._handler.on_message_send(send, call_context)
             if isinstance(answer, Task):
@@ -120,6 +154,61 @@ class FastJsonRpcEndpoint:
             logger.exception("SendMessage %r failed", request_id)
             content = build_error_response(request_id, InternalError(message=str(exc)))
         return Response(render(content), media_type="application/json")
+
+    async def _stream(
+        self, request_id: str | int, send: SendMessageRequest, context: Any
+    ) -> Response:
+        """A ``SendStreamingMessage``: what the SDK's dispatcher answers, the ready events of
+        each batch written together."""
+        assert self._batches is not None
+        batches = self._batches(send, context)
+        try:  # the first batch at once, as the dispatcher does: upfront errors are JSON
+            first = await anext(batches, None)
+        except A2AError as exc:
+            await batches.aclose()
+            return Response(render(build_error_response(request_id, exc)), media_type=JSON)
+        except Exception as exc:
+            await batches.aclose()
+            logger.exception("SendStreamingMessage %r failed", request_id)
+            error = InternalError(message=str(exc))
+            return Response(render(build_error_response(request_id, error)), media_type=JSON)
+        return create_event_source_response(
+            _frames(request_id, first, batches), shutdown_grace_period=self._shutdown_grace_period
+        )
+
+
+def frame(item: dict[str, Any]) -> bytes:
+    """The SSE bytes sse-starlette writes for one item of the dispatcher's stream."""
+    data = json_utils.dumps(item)
+    if "\r" in data or "\n" in data:  # never for JSON without indent; the library's way
+        event = {"data": data, "event": "error"} if "error" in item else {"data": data}
+        return ensure_bytes(event, "\r\n")
+    if "error" in item:
+        return f"event: error\r\ndata: {data}\r\n\r\n".encode()
+    return f"data: {data}\r\n\r\n".encode()
+
+
+def stream_item(request_id: str | int, event: Any) -> dict[str, Any]:
+    """The dispatcher's JSON-RPC item of one stream event (what ``JSONRPC20Response`` shapes)."""
+    return {"result": stream_response_dict(event), "id": request_id, "jsonrpc": "2.0"}
+
+
+async def _frames(
+    request_id: str | int, first: list[Any] | None, batches: AsyncGenerator[list[Any], None]
+) -> AsyncGenerator[bytes, None]:
+    """The SSE body: one chunk per batch of events, errors as the dispatcher frames them."""
+    try:
+        if first is not None:
+            yield b"".join(frame(stream_item(request_id, event)) for event in first)
+        async for batch in batches:
+            yield b"".join(frame(stream_item(request_id, event)) for event in batch)
+    except A2AError as exc:
+        yield frame(build_error_response(request_id, exc))
+    except Exception as exc:
+        logger.exception("Unhandled error during JSON-RPC SSE stream")
+        yield frame(build_error_response(request_id, InternalError(message=str(exc))))
+    finally:
+        await batches.aclose()
 
 
 def create_fast_jsonrpc_routes(
@@ -137,5 +226,5 @@ def create_fast_jsonrpc_routes(
         enable_v0_3_compat=enable_v0_3_compat,
         shutdown_grace_period=shutdown_grace_period,
     )
-    endpoint = FastJsonRpcEndpoint(request_handler, dispatcher, builder)
+    endpoint = FastJsonRpcEndpoint(request_handler, dispatcher, builder, shutdown_grace_period)
     return [Route(path=rpc_url, endpoint=endpoint.handle, methods=["POST"])]

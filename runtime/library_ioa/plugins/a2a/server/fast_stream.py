@@ -1,0 +1,469 @@
+"""``StreamRun``: the streamed turn of a new task without the SDK's ``ActiveTask``.
+
+For every streaming send the SDK's ``DefaultRequestHandler`` builds an ``ActiveTask``: a
+producer and a consumer task, two event queues on culsans/aiologic with their dispatch
+loops, a tapped queue per subscriber and a ``TaskManager``, and every event crosses all of
+them. Profiled under load, that machinery (and the tracing spans around it) is most of what
+a streamed event costs.
+
+A :class:`StreamRun` does the same work for one new task on one asyncio task. It is the
+event queue the executor publishes to (``enqueue_event``), and handles each event where it
+is published, in the order and with the rules of the SDK's ``EventConsumer``:
+
+- a ``Message`` (a quick text-only turn) is passed on and ends the stream; nothing is stored;
+- the ``Task`` is stored, then every status and artifact update is applied by the SDK's own
+  ``TaskManager`` and stored through the same versioned store (so the final-state guard,
+  the run book of ``sql`` stores and ``GetTask``/``ListTasks`` see the same writes), sent
+  to the push sender when there is one, handed to every listener and published on the
+  cross-replica event stream when there is one;
+- a write refused because the task reached a terminal state meanwhile (a ``CancelTask``
+  from another replica) ends the stream with the stored task, as the SDK does;
+- the executor raising writes FAILED and ends every listener with the error.
+
+Listeners are the requester's stream and any ``SubscribeToTask`` of the task while it
+runs: they get the events in order; a listener that goes away (a client disconnecting)
+never stops the turn, which runs to its end and is stored. :meth:`cancel` is the SDK's
+local cancel: the executor's ``cancel`` publishes CANCELED, the turn's waiting call is
+withdrawn, and the stored task is returned. When the run ends, ``park`` (the handler)
+may hand the task to the SDK's registry as the ``ActiveTask`` the SDK would have kept:
+for a task waiting for input, or with a message waiting behind the turn, so that
+message, a cancel or a resubscription is the SDK's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.cluster import ConcurrentTaskModificationError, TaskEventStream, VersionedTaskStore
+from a2a.server.cluster.event_stream import VersionedEvent
+from a2a.server.cluster.version import TaskVersion
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import PushNotificationSender
+from a2a.types import (
+    Message,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import InternalError, InvalidAgentResponseError, InvalidParamsError
+
+from library_ioa.plugins.a2a.server.final_state import TERMINAL_STATES
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Listener", "StreamRun"]
+
+Event = Message | Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+
+
+class Listener:
+    """One reader of a run's events: the requester's stream or a resubscription."""
+
+    __slots__ = ("_done", "_error", "_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[Event] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._done = False
+        self._error: BaseException | None = None
+
+    def put(self, event: Event) -> None:
+        self._items.append(event)
+        self._wake()
+
+    def close(self, error: BaseException | None = None) -> None:
+        self._done = True
+        self._error = error
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def batch(self) -> list[Event]:
+        """Every event queued now (waiting for one); ``[]`` at the end; the run's error last."""
+        while not self._items:
+            if self._done:
+                if self._error is not None:
+                    raise self._error
+                return []
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        items = list(self._items)
+        self._items.clear()
+        return items
+
+
+class TaskBook:
+    """The task of one run as last stored: what the SDK's ``TaskManager`` does for a new task.
+
+    The same reads, writes (with the event, the previous task and its version, so a
+    versioned store compares and swaps) and updates (a status moves the previous status
+    message to the history and merges the metadata; an artifact chunk replaces, appends to
+    or adds an artifact by id); without the tracing span the SDK wraps around every
+    artifact update.
+    """
+
+    def __init__(
+        self,
+        store: VersionedTaskStore,
+        context: ServerCallContext,
+        task_id: str,
+        initial_message: Message | None,
+    ) -> None:
+        self._store = store
+        self.context = context
+        self.task_id = task_id
+        self._initial_message = initial_message
+        self.task: Task | None = None
+        self.version = TaskVersion.MISSING
+
+    async def get_task(self) -> Task | None:
+        """The task as last read or written (read from the store when not known)."""
+        if self.task is None:
+            stored = await self._store.get(self.task_id, self.context)
+            if stored is not None:
+                self.task, self.version = stored.task, stored.version
+            else:
+                self.version = TaskVersion.MISSING
+        return self.task
+
+    def invalidate(self) -> None:
+        """Forget the task: the next read is the store's."""
+        self.task = None
+        self.version = TaskVersion.MISSING
+
+    async def save(self, task: Task, event: Event | None) -> None:
+        """Write ``task`` (produced by ``event``) over the version last seen."""
+        self.version = await self._store.save(
+            task, event=event, prev=self.task, prev_version=self.version, context=self.context
+        )
+        self.task = task
+
+    async def ensure_task(self, context_id: str) -> Task:
+        """The task; a new SUBMITTED one (with the request's message) when there is none."""
+        task = await self.get_task()
+        if task is None:
+            history = [self._initial_message] if self._initial_message else []
+            task = Task(
+                id=self.task_id,
+                context_id=context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                history=history,
+            )
+            await self.save(task, None)
+        return task
+
+    async def apply(self, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent) -> None:
+        """Apply one update to the task and store it."""
+        if event.task_id != self.task_id:
+            raise InvalidParamsError(
+                message=f"Task in event doesn't match TaskManager {self.task_id} : {event.task_id}"
+            )
+        task = await self.ensure_task(event.context_id)
+        if isinstance(event, TaskStatusUpdateEvent):
+            if task.status.HasField("message"):
+                task.history.append(task.status.message)
+            if event.metadata:
+                task.metadata.MergeFrom(event.metadata)
+            task.status.CopyFrom(event.status)
+        else:
+            add_artifact_chunk(task, event)
+        await self.save(task, event)
+
+
+def add_artifact_chunk(task: Task, event: TaskArtifactUpdateEvent) -> None:
+    """Apply an artifact chunk: a first chunk replaces or adds, a later one appends parts."""
+    chunk = event.artifact
+    existing = next((a for a in task.artifacts if a.artifact_id == chunk.artifact_id), None)
+    if not event.append:
+        if existing is not None:
+            existing.CopyFrom(chunk)
+        else:
+            task.artifacts.append(chunk)
+    elif existing is not None:
+        existing.parts.extend(chunk.parts)
+        existing.metadata.update(dict(chunk.metadata.items()))
+    else:  # the protocol's rule: append only to an artifact sent before
+        raise InvalidAgentResponseError(
+            f"append=True for nonexistent artifact_id={chunk.artifact_id!r} in task "
+            f"{task.id!r}. The artifact must be created (append=False) before appending "
+            "parts to it."
+        )
+
+
+class StreamRun:
+    """The streamed turn of one new task (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        executor: AgentExecutor,
+        store: VersionedTaskStore,
+        push_sender: PushNotificationSender | None,
+        event_stream: TaskEventStream | None,
+        request: RequestContext,
+        park: Callable[[StreamRun, Task], Awaitable[bool]],
+    ) -> None:
+        assert request.task_id is not None and request.context_id is not None
+        self.task_id: str = request.task_id
+        self._executor = executor
+        self._push_sender = push_sender
+        self._event_stream = event_stream
+        self._request = request
+        self._park = park
+        self._book = TaskBook(store, request.call_context, request.task_id, request.message)
+        self._message_to_save: Message | None = request.message
+        self._task_mode: bool | None = None
+        self._task_created = False
+        self._lock = asyncio.Lock()
+        self._listeners: list[Listener] = []
+        self.finished = False  # a terminal state or a Message: nothing more is published
+        self.parked = False  # the SDK's registry holds the task now (see park)
+        self.ended = asyncio.Event()
+        self.runner: asyncio.Task[None] | None = None
+
+    @property
+    def call_context(self) -> ServerCallContext:
+        """The call context of the request that started the task."""
+        return self._request.call_context
+
+    def start(self, requester: Listener) -> None:
+        """Run the turn on its own task, ``requester`` listening from the first event."""
+        self._listeners.append(requester)
+        self.runner = asyncio.create_task(self._run(), name=f"stream-run:{self.task_id}")
+
+    def listen(self) -> Listener | None:
+        """A new listener of the events from now on; ``None`` once the run has ended."""
+        if self.ended.is_set():
+            return None
+        listener = Listener()
+        self._listeners.append(listener)
+        return listener
+
+    def leave(self, listener: Listener) -> None:
+        """``listener`` stops reading (its client went away); the turn goes on."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    async def current_task(self) -> Task | None:
+        """A copy of the task as last stored."""
+        task = await self._book.get_task()
+        if task is None:
+            return None
+        copied = Task()
+        copied.CopyFrom(task)
+        return copied
+
+    # -- the producer ---------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        error: BaseException | None = None
+        try:
+            await self._executor.execute(self._request, self)  # type: ignore[arg-type]
+        except asyncio.CancelledError:
+            pass  # canceled by cancel() or at shutdown: the listeners end
+        except Exception as exc:
+            logger.exception("streamed task %s: the executor failed", self.task_id)
+            error = exc
+            if isinstance(exc, ConcurrentTaskModificationError):
+                error = InternalError(message=str(exc))
+            try:
+                async with self._lock:
+                    await self._write_failed()
+            except Exception:
+                logger.exception("streamed task %s: cannot record FAILED", self.task_id)
+        try:
+            task = await self._book.get_task() if error is None else None
+            if task is not None:
+                self.parked = await self._park(self, task)
+        finally:
+            self._end(error)
+
+    def _end(self, error: BaseException | None) -> None:
+        self.finished = True
+        self.ended.set()
+        listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener.close(error)
+
+    async def _write_failed(self) -> None:
+        """The SDK's ``_write_failed_status`` after a producer failure."""
+        book = self._book
+        task = await book.get_task()
+        if task is None:
+            task = await book.ensure_task(self._request.context_id or "")
+            if task.status.state not in TERMINAL_STATES:
+                task.status.state = TaskState.TASK_STATE_FAILED
+                task.status.timestamp.FromDatetime(datetime.now(UTC))
+                await book.save(task, task)
+            return
+        if task.status.state in TERMINAL_STATES:
+            return
+        status = TaskStatus(state=TaskState.TASK_STATE_FAILED)
+        status.timestamp.FromDatetime(datetime.now(UTC))
+        event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=status)
+        try:
+            await self._modify(event)
+        except ConcurrentTaskModificationError:
+            book.invalidate()
+
+    # -- the consumer: the EventQueue the executor publishes to -------------------------
+
+    async def enqueue_event(self, event: Event) -> None:
+        """Store, push and pass on one event the executor published."""
+        async with self._lock:
+            if self.finished:
+                return
+            try:
+                await self._process(event)
+            except ConcurrentTaskModificationError:
+                logger.info("streamed task %s: concurrent modification, reloading", self.task_id)
+                self._book.invalidate()
+                task = await self._book.get_task()
+                if task is not None and task.status.state in TERMINAL_STATES:
+                    # As the SDK: the stored task is passed on and the producer canceled.
+                    self.finished = True
+                    await self._pass_on(await self.current_task() or task)
+                    if self.runner is not None:
+                        self.runner.cancel()
+                    return
+                await self._process(event)
+
+    async def _process(self, event: Event) -> None:
+        if isinstance(event, Message):
+            if self._task_mode is True:
+                raise InvalidAgentResponseError(
+                    "Received Message object in task mode. Use TaskStatusUpdateEvent or "
+                    "TaskArtifactUpdateEvent instead."
+                )
+            if self._task_mode is False:
+                raise InvalidAgentResponseError("Multiple Message objects received.")
+            self._task_mode = False
+            self.finished = True
+            await self._pass_on(event)
+            return
+        if self._task_mode is False:
+            raise InvalidAgentResponseError(
+                f"Received {type(event).__name__} in message mode. Use Task with "
+                "TaskStatusUpdateEvent and TaskArtifactUpdateEvent instead."
+            )
+        book = self._book
+        if isinstance(event, Task):
+            if await book.get_task():
+                logger.error("Task %s already exists. Ignoring task replacement.", self.task_id)
+            else:
+                await book.save(event, event)
+            self._message_to_save = None
+        else:
+            await self._modify(event)
+        self._task_mode = True
+        task = await book.get_task()
+        if task is None:
+            raise RuntimeError(f"Task {self.task_id} not found")
+        self._task_created = True
+        if task.status.state in TERMINAL_STATES:
+            self.finished = True
+        if self._push_sender is not None:
+            try:
+                await self._push_sender.send_notification(
+                    self.task_id, task if isinstance(event, Task) else event
+                )
+            except Exception:  # best effort, as in the SDK: never fails the task
+                logger.exception("streamed task %s: push notification sender raised", self.task_id)
+        if event is task:  # the stored object: listeners get a copy
+            copied = Task()
+            copied.CopyFrom(task)
+            event = copied
+        await self._pass_on(event)
+
+    async def _modify(self, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent) -> None:
+        """The SDK's ``_handle_task_modification_event``."""
+        book = self._book
+        if (
+            isinstance(event, TaskStatusUpdateEvent)
+            and not self._task_created
+            and await book.get_task() is None
+        ):
+            raise InvalidAgentResponseError(
+                f"Agent should enqueue Task before {type(event).__name__} event"
+            )
+        task = await book.ensure_task(event.context_id)
+        message = self._message_to_save
+        if message is not None:
+            if not any(m.message_id == message.message_id for m in task.history):
+                if task.status.HasField("message"):
+                    task.history.append(task.status.message)
+                    task.status.ClearField("message")
+                task.history.append(message)
+                await book.save(task, task)
+            self._message_to_save = None
+        await book.apply(event)
+
+    async def _pass_on(self, event: Event) -> None:
+        self._emit(event)
+        if self._event_stream is not None:
+            await self._event_stream.publish(
+                self.task_id, VersionedEvent(event=event, version=self._book.version)
+            )
+
+    def _emit(self, event: Event) -> None:
+        for listener in self._listeners:
+            listener.put(event)
+
+    # -- cancel -------------------------------------------------------------------------
+
+    async def cancel(self, call_context: ServerCallContext) -> Task:
+        """The SDK's ``ActiveTask.cancel``: CANCELED through the executor, the stored task."""
+        book = self._book
+        book.context = call_context  # as ActiveTask.cancel does
+        task = await book.get_task()
+        request = RequestContext(
+            call_context=call_context,
+            task_id=self.task_id,
+            context_id=task.context_id if task else None,
+            task=task,
+        )
+        runner = self.runner
+        if not self.finished and runner is not None and not runner.done():
+            try:
+                await self._executor.cancel(request, self)  # type: ignore[arg-type]
+            finally:
+                runner.cancel()
+        await self.ended.wait()
+        book.invalidate()
+        task = await book.get_task()
+        if task is None:
+            raise RuntimeError("Task should have been created")
+        if task.status.state not in TERMINAL_STATES:
+            updated = Task()
+            updated.CopyFrom(task)
+            updated.status.state = TaskState.TASK_STATE_CANCELED
+            await book.save(updated, updated)
+            task = updated
+        return task
+
+    async def aclose(self) -> None:
+        """Stop the turn's follower (at shutdown) and wait for it."""
+        runner = self.runner
+        if runner is not None and not runner.done():
+            runner.cancel()
+            await asyncio.gather(runner, return_exceptions=True)
+
+
+async def events_of(listener: Listener) -> AsyncIterator[Event]:
+    """The listener's events one by one."""
+    while batch := await listener.batch():
+        for event in batch:
+            yield event
