@@ -28,6 +28,7 @@ from mas_operator.children import CHILD_KINDS
 from mas_operator.kube import Cluster, api_message
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import MANAGED_BY
+from mas_operator.probes import JOB_KIND
 from mas_operator.reconcile import Outcome, reconcile
 
 logger = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ def register(registry: kopf.OperatorRegistry) -> None:
         else:
             ctx.remember(body)
 
-    for kind in CHILD_KINDS:
+    for kind in (*CHILD_KINDS, JOB_KIND):  # a conformance Job's status carries its verdict
         group, _, version = kind.api_version.rpartition("/")
 
         @kopf.on.event(
