@@ -11,16 +11,13 @@ subresource), and the operator reads it from there.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from kubernetes import client as k8s
 from operator_support import (
@@ -30,6 +27,7 @@ from operator_support import (
     Api,
     eventually,
     printer_columns,
+    serve_agent,
     wait_condition,
 )
 
@@ -67,57 +65,14 @@ def conformance_app() -> dict[str, Any]:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def serve_configmap(api: Api, agent: str, tmp: Path, *, dead_grpc: bool = False) -> Iterator[str]:
-    """``mas-ctl serve`` of the ConfigMap the operator wrote for ``agent``, on 127.0.0.1.
-
-    ``dead_grpc``: the card advertises gRPC at 127.0.0.2, where nothing listens (the
-    listener binds the ``--listen`` host, 127.0.0.1).
-    """
+    """``mas-ctl serve`` of the ConfigMap the operator wrote for ``agent``, on 127.0.0.1."""
     data = api.core.read_namespaced_config_map(f"{APP}-{agent}", api.ns).data
     document = tmp / f"{agent}.yaml"
     document.write_text(data["application.yaml"])
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    overrides = [f"infra:spec.endpoints[{agent}].url={url}"]
-    if agent == "back":
-        grpc_host = "127.0.0.2" if dead_grpc else "127.0.0.1"
-        overrides.append(f"infra:spec.endpoints[back].a2a.grpc_url={grpc_host}:{free_port()}")
-    argv = [*MAS_CTL, "serve", "-f", str(document), "--agent", agent, "--no-control"]
-    argv += ["--listen", "127.0.0.1"]
-    for override in overrides:
-        argv += ["--override", override]
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "HOME": str(tmp)},
-    )
-    try:
-
-        def up() -> bool:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            with contextlib.suppress(httpx.HTTPError):
-                return httpx.get(f"{url}/readyz", timeout=2).status_code == 200
-            return False
-
-        eventually(up, 30, interval=0.1, what=f"mas-ctl serve of {agent}")
+    with serve_agent(document, agent, tmp, grpc=agent == "back", dead_grpc=dead_grpc) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 def conformance_jobs(api: Api) -> dict[str, Any]:
