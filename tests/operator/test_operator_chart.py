@@ -101,6 +101,8 @@ def test_rendered_chart_applies_as_a_server_side_dry_run(
         "--include-crds",
         "--set",
         f"watchNamespaces={{{envtest_namespace}}}",
+        "--set",
+        "conformance.test.enabled=true",
         namespace=envtest_namespace,
     )
     dyn = control_plane.dynamic_client()
@@ -124,6 +126,7 @@ def test_rendered_chart_applies_as_a_server_side_dry_run(
         "RoleBinding",
         "Deployment",
         "Service",
+        "Job",  # the conformance test hook
     } <= set(kinds)
     with pytest.raises(k8s.ApiException) as caught:  # dry run: nothing was created
         k8s.AppsV1Api(control_plane.api_client()).read_namespaced_deployment(
