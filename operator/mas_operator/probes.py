@@ -5,7 +5,9 @@ When ``spec.conformance.enabled``: create the conformance Job of each deployed a
 rollout is complete (a Job is created once and never updated; its name changes with what it
 probes), delete the Application's conformance Jobs that no longer match, and read each
 agent's verdict from its Job and pod. When it is not enabled: delete them all and report
-nothing. Blocking I/O, run in the reconcile's worker thread.
+nothing (and, once the status shows no verdict, stop looking for Jobs: an Application that
+never asks for conformance costs no extra request). Blocking I/O, run in the reconcile's
+worker thread.
 """
 
 from __future__ import annotations
@@ -44,6 +46,14 @@ def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in refs)
 
 
+def _reported(body: Mapping[str, Any]) -> bool:
+    """Whether the status still shows conformance (then its Jobs may still exist)."""
+    status = body.get("status") or {}
+    if any(c.get("type") == CONFORMANT for c in status.get("conditions") or []):
+        return True
+    return any((a or {}).get("conformant") for a in (status.get("agents") or {}).values())
+
+
 def _create(cluster: Cluster, body: Mapping[str, Any], job: Mapping[str, Any]) -> AgentConformance:
     name = job["metadata"]["name"]
     try:
@@ -66,12 +76,15 @@ def sync_conformance(
     """Create, delete and read the conformance Jobs of one Application."""
     meta = body["metadata"]
     namespace, uid = meta["namespace"], str(meta["uid"])
+    enabled = plan.app.spec.conformance.enabled
+    if not enabled and not _reported(body):
+        return ConformanceObserved(enabled=False)  # not asked for now or lately: no Job to find
     selector = conformance_selector(plan.name)
     existing = [
         j for j in cluster.list_children(JOB_KIND, namespace, selector) if _owned_by(j, uid)
     ]
     wanted: dict[str, dict[str, Any]] = {}
-    if plan.app.spec.conformance.enabled:
+    if enabled:
         run = (meta.get("annotations") or {}).get(ANNOTATION_CONFORMANCE_RUN)
         wanted = desired_jobs(plan, children, run)
     names = {job["metadata"]["name"] for job in wanted.values()}
@@ -82,7 +95,7 @@ def sync_conformance(
             present[name] = job
         else:  # an older run, a removed agent, or conformance switched off
             cluster.delete(JOB_KIND, namespace, name)
-    if not plan.app.spec.conformance.enabled:
+    if not enabled:
         return ConformanceObserved(enabled=False)
     pods: list[dict[str, Any]] | None = None
     verdicts: dict[str, AgentConformance] = {}
