@@ -165,3 +165,11 @@ async def test_an_unwritable_result_file_exits_2_naming_it(tmp_path: Path) -> No
     assert run.code == 2
     assert f"error: cannot write --result-file {tmp_path}: " in run.err
     assert "Traceback" not in run.err
+
+
+async def test_a_url_too_long_for_a_termination_message_exits_2(tmp_path: Path) -> None:
+    url = f"http://{HOST}:{free_port()}/{'a' * 4100}"
+    run = await mas_ctl("conformance", "--url", url, "--result-file", str(tmp_path / "log"))
+    assert run.code == 2
+    assert "error: --result-file: a conformance result of " in run.err
+    assert "cannot fit in 4096 bytes" in run.err and "Traceback" not in run.err

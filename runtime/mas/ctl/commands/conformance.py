@@ -99,6 +99,9 @@ def handle(args: argparse.Namespace) -> int:
     if args.result_file is not None:
         try:
             args.result_file.write_text(result.compact_json(), encoding="utf-8")
+        except ValueError as exc:  # a URL too long for any termination message
+            print(f"error: --result-file: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         except OSError as exc:
             print(f"error: cannot write --result-file {args.result_file}: {exc}", file=sys.stderr)
             return EXIT_USAGE
