@@ -8,10 +8,11 @@ An agent's verdict comes from the termination message of its probe container, wh
 ============  =====================  ================================================
 status        reason                 when
 ============  =====================  ================================================
-``True``      ``ChecksPassed``       every check passed (skips allowed)
+``True``      ``ChecksPassed``       every check passed (skips allowed), or the Job
+                                     completed (exit 0) and its pod is gone
 ``False``     ``ChecksFailed``       a check failed; the message names it
 ``False``     ``ResultUnreadable``   the probe exited without a readable result
-``False``     ``ProbeFailed``        the Job failed (deadline) before any result
+``False``     ``ProbeFailed``        the Job failed (deadline) and no pod has a result
 ``Unknown``   ``ProbePending``       the agent is not rolled out yet: no Job
 ``Unknown``   ``ProbeRunning``       the Job runs
 ============  =====================  ================================================
@@ -97,10 +98,11 @@ def _container_state(
     return None
 
 
-def _job_failure(job: Mapping[str, Any]) -> str | None:
+def _job_finished(job: Mapping[str, Any], type_: str) -> str | None:
+    """``reason: message`` of the Job's ``Complete`` or ``Failed`` condition, when it is set."""
     for cond in (job.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Failed" and cond.get("status") == "True":
-            return f"{cond.get('reason') or 'Failed'}: {cond.get('message') or 'no message'}"
+        if cond.get("type") == type_ and cond.get("status") == "True":
+            return f"{cond.get('reason') or type_}: {cond.get('message') or 'no message'}"
     return None
 
 
@@ -143,12 +145,20 @@ def read_probe(
     if terminated is not None:
         return from_termination(terminated)
     name = (job.get("metadata") or {}).get("name")
-    failure = _job_failure(job)
+    if _job_finished(job, "Complete") is not None:  # its pod, and the detail, are gone
+        return AgentConformance(
+            "True",
+            CHECKS_PASSED,
+            f"the probe exited 0 (every check passed); the pod of Job {name}, which held "
+            "the detailed result, is gone",
+        )
+    failure = _job_finished(job, "Failed")
     if failure is not None:
         return AgentConformance(
             "False",
             PROBE_FAILED,
-            f"the conformance Job {name} failed before the probe wrote a result ({failure})",
+            f"the conformance Job {name} failed ({failure}) and no probe result can be read "
+            "from its pod",
         )
     return AgentConformance("Unknown", PROBE_RUNNING, f"the conformance Job {name} is running")
 

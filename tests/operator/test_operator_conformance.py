@@ -88,6 +88,13 @@ def test_read_probe_follows_the_job_and_only_its_own_pod() -> None:
     verdict = read_probe("a", failed, [])
     assert (verdict.status, verdict.reason) == ("False", "ProbeFailed")
     assert "DeadlineExceeded: Job was active longer" in verdict.message
+    assert read_probe("a", failed, [mine]).status == "True"  # the pod's result comes first
+    complete = job(conditions=[{"type": "Complete", "status": "True"}])
+    gone = read_probe("a", complete, [])  # exit 0 is a pass; only the detail is lost
+    assert (gone.status, gone.reason) == ("True", "ChecksPassed")
+    assert "the pod of Job desk-a-conformance-1, which held the detailed result, is gone" in (
+        gone.message
+    )
 
 
 def v(status: str, reason: str, message: str = "m") -> AgentConformance:
