@@ -173,6 +173,11 @@ def agent_verdicts(api: Api) -> dict[str, Any]:
 def test_conformant_is_set_from_the_probe_results_of_the_jobs_commands(
     start_operator: Any, api: Api, tmp_path: Path
 ) -> None:
+    restricted = {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+    }
+    api.core.patch_namespace(api.ns, {"metadata": {"labels": restricted}})  # probe pods too
     start_operator()
     uid = api.create(conformance_app())["metadata"]["uid"]
     pending = wait_condition(api, APP, "Conformant", "Unknown")
