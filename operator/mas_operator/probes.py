@@ -41,6 +41,13 @@ JOB_KIND = ChildKind("batch/v1", "Job", "jobs")
 POD_KIND = ChildKind("v1", "Pod", "pods")
 
 
+def conformance_run(body: Mapping[str, Any]) -> str | None:
+    """The Application's ``maslab.io/conformance-run`` annotation (a re-run on demand)."""
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    run = annotations.get(ANNOTATION_CONFORMANCE_RUN)
+    return None if run is None else str(run)
+
+
 def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
     refs = (obj.get("metadata") or {}).get("ownerReferences") or []
     return any(ref.get("uid") == uid for ref in refs)
@@ -85,8 +92,7 @@ def sync_conformance(
     ]
     wanted: dict[str, dict[str, Any]] = {}
     if enabled:
-        run = (meta.get("annotations") or {}).get(ANNOTATION_CONFORMANCE_RUN)
-        wanted = desired_jobs(plan, children, run)
+        wanted = desired_jobs(plan, children, conformance_run(body))
     names = {job["metadata"]["name"] for job in wanted.values()}
     present = {}
     for job in existing:

@@ -178,7 +178,7 @@ def test_conformant_is_set_from_the_probe_results_of_the_jobs_commands(
         "pod-security.kubernetes.io/enforce-version": "latest",
     }
     api.core.patch_namespace(api.ns, {"metadata": {"labels": restricted}})  # probe pods too
-    start_operator()
+    start_operator(resync=120.0)  # watches drive it all, the re-run annotation included
     uid = api.create(conformance_app())["metadata"]["uid"]
     pending = wait_condition(api, APP, "Conformant", "Unknown")
     assert pending["reason"] == "ProbePending"
