@@ -5,9 +5,12 @@
 from the same builders, for review and for GitOps without the operator. Two things only the
 operator knows are left out: ``ownerReferences`` (the Application's uid) and the
 ``maslab.io/secrets-hash`` pod annotation (the referenced Secrets' resourceVersions).
+``mas-operator conformance (-n NS ... | -A)``: probe every published AgentCard (see
+:mod:`mas_operator.cards`); the chart's Helm test runs it.
 
 Exit codes: 0 success; 1 the document is invalid (every problem on stderr, field path
-first); 2 usage errors and unreadable or non-YAML files; 130 interrupted.
+first), or an AgentCard is not conformant; 2 usage errors, unreadable or non-YAML files, and
+an API server that cannot be asked; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -20,14 +23,23 @@ import sys
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+import urllib3
+from kubernetes import client as k8s
 from kubernetes.config import ConfigException
 
 from mas.infra.documents import read_yaml_file
 from mas.infra.errors import ApplicationInvalid, DocumentError
+from mas_operator.cards import check_published_cards
 from mas_operator.children import build_children
+from mas_operator.kube import api_message
 from mas_operator.manifests import dump_manifests
 from mas_operator.plan import plan_application
-from mas_operator.runner import OperatorHandle, OperatorOptions, run_operator
+from mas_operator.runner import (
+    OperatorHandle,
+    OperatorOptions,
+    load_configuration,
+    run_operator,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -54,6 +66,19 @@ def _liveness(text: str) -> str:
             "e.g. http://0.0.0.0:8080/healthz"
         )
     return text
+
+
+def _probe_seconds(text: str) -> float:
+    value = _positive(text)
+    if value > 3600:
+        raise argparse.ArgumentTypeError(f"{text!r}: accepted: a number of seconds in (0, 3600]")
+    return value
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count; accepted: 1 to 64")
+    return int(text)
 
 
 def _port(text: str) -> int:
@@ -128,6 +153,42 @@ def build_parser() -> argparse.ArgumentParser:
         "-n", "--namespace", help="namespace (default: metadata.namespace or default)"
     )
     render.set_defaults(handler=_render)
+    check = sub.add_parser(
+        "conformance",
+        help="probe every published AgentCard (exit 1 when one is not conformant)",
+        description="List the Applications, then run `mas-ctl conformance` on every "
+        "status.agents.<id>.card_url; print one row per agent.",
+    )
+    where = check.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        dest="namespaces",
+        default=[],
+        metavar="NS",
+        help="probe the Applications of this namespace (repeatable)",
+    )
+    where.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    check.add_argument("--kubeconfig", help="kubeconfig file (default as for run)")
+    check.add_argument(
+        "--timeout",
+        type=_probe_seconds,
+        default=10.0,
+        metavar="S",
+        help="deadline of each probe call (default 10)",
+    )
+    check.add_argument(
+        "--deadline",
+        type=_positive,
+        default=300.0,
+        metavar="S",
+        help="deadline of each agent's whole probe (default 300)",
+    )
+    check.add_argument(
+        "--parallel", type=_count, default=4, metavar="N", help="agents probed at once (default 4)"
+    )
+    check.set_defaults(handler=_conformance)
     return parser
 
 
@@ -135,6 +196,26 @@ def _render(args: argparse.Namespace) -> int:
     plan = plan_application(read_yaml_file(args.file), args.namespace)
     sys.stdout.write(dump_manifests(build_children(plan)))
     return EXIT_OK
+
+
+def _conformance(args: argparse.Namespace) -> int:
+    api = k8s.ApiClient(load_configuration(args.kubeconfig))
+    try:
+        return check_published_cards(
+            api,
+            tuple(args.namespaces),
+            timeout=args.timeout,
+            deadline=args.deadline,
+            parallel=args.parallel,
+        )
+    except k8s.ApiException as exc:
+        print(f"error: listing Applications failed: {api_message(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except urllib3.exceptions.HTTPError as exc:
+        print(f"error: cannot reach the API server: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        api.close()  # type: ignore[no-untyped-call]
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -5,7 +5,9 @@ agents rolled out at the current generation), ``Reconciling`` (work in progress)
 ``Stalled`` (the current generation cannot be applied; the reason says why), and ``Wired``
 (every ``delegates_to`` target resolved). Each carries reason, message and
 observedGeneration; ``lastTransitionTime`` changes only when the status flips. ``phase``
-summarises them for the printer column and never drives logic.
+summarises them for the printer column and never drives logic. ``Conformant``
+(:mod:`mas_operator.conformance`) is added when ``spec.conformance.enabled``; it never drives
+``Ready`` or ``phase``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mas_operator.backoff import describe_delay
+from mas_operator.conformance import CONFORMANT, ConformanceObserved, conformant_condition
 
 READY = "Ready"
 RECONCILING = "Reconciling"
@@ -67,6 +70,8 @@ class Observed:
     wiring_summary: str = ""
     apply_error: str | None = None
     retry_in: float | None = None  # seconds until the failed apply is retried
+    # None: not observed by this reconcile (stalled, apply failed), the last verdicts stay
+    conformance: ConformanceObserved | None = None
 
     @property
     def stalled(self) -> bool:
@@ -187,11 +192,20 @@ def phase_of(seen: Observed) -> str:
 def build_status(seen: Observed, previous: Mapping[str, Any] | None) -> dict[str, Any]:
     """The status to merge-patch: removed agents are set to ``None`` so the patch drops them."""
     previous = previous or {}
-    conditions = with_transition_times(
-        desired_conditions(seen), previous.get("conditions") or [], now()
-    )
+    before = previous.get("conditions") or []
+    desired = desired_conditions(seen)
+    conformance = seen.conformance
+    if conformance is not None and conformance.enabled:
+        desired.append(conformant_condition(conformance.agents, seen.generation))
+    conditions = with_transition_times(desired, before, now())
+    if conformance is None:
+        conditions += [c for c in before if c.get("type") == CONFORMANT]
     agents: dict[str, Any] = {name: None for name in previous.get("agents") or {}}
     agents.update({name: a.as_status() for name, a in seen.agents.items()})
+    if conformance is not None:
+        for name in seen.agents:
+            verdict = conformance.agents.get(name) if conformance.enabled else None
+            agents[name]["conformant"] = verdict.as_status() if verdict else None
     return {
         "observedGeneration": seen.generation,
         "phase": phase_of(seen),

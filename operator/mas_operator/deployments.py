@@ -35,6 +35,28 @@ def _seccomp() -> dict[str, str]:
     return {"type": "RuntimeDefault"}
 
 
+def pod_security_context() -> dict[str, Any]:
+    """The ``restricted`` pod-level security context every pod of the operator gets."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUNTIME_UID,
+        "runAsGroup": RUNTIME_UID,
+        "fsGroup": RUNTIME_UID,
+        "seccompProfile": _seccomp(),
+    }
+
+
+def container_security_context() -> dict[str, Any]:
+    """The ``restricted`` container-level security context (read-only root filesystem)."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": _seccomp(),
+    }
+
+
 def serve_command(agent: AgentPlan) -> list[str]:
     """The runtime container's command."""
     return [
@@ -110,13 +132,7 @@ def build_deployment(
     pod_spec: dict[str, Any] = {
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": RUNTIME_UID,
-            "runAsGroup": RUNTIME_UID,
-            "fsGroup": RUNTIME_UID,
-            "seccompProfile": _seccomp(),
-        },
+        "securityContext": pod_security_context(),
         "containers": [
             {
                 "name": CONTAINER,
@@ -128,13 +144,7 @@ def build_deployment(
                 "readinessProbe": _probe("/readyz", 5),
                 "livenessProbe": _probe("/healthz", 10),
                 "resources": runtime.resources.model_dump(),
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "runAsNonRoot": True,
-                    "capabilities": {"drop": ["ALL"]},
-                    "seccompProfile": _seccomp(),
-                },
+                "securityContext": container_security_context(),
                 "volumeMounts": [
                     {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                     {"name": "tmp", "mountPath": "/tmp"},

@@ -7,7 +7,8 @@
   handler results into ``status``.
 - watches (no finalizers: a kopf daemon or timer would add one, and a finalizer wedges
   namespace deletion while the operator is down): Application events keep an in-memory
-  copy of each object; events of the children we manage mark their owner dirty.
+  copy of each object (and a new ``maslab.io/conformance-run`` marks it dirty); events of
+  the children we manage and of conformance Jobs mark their owner dirty.
 - :func:`resync_loop` reconciles dirty Applications soon (drift repair, readiness) and
   every Application each ``resync`` seconds.
 - Both paths share one :class:`~mas_operator.backoff.Retries`: an Application whose last
@@ -39,6 +40,7 @@ from mas_operator.children import CHILD_KINDS
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import MANAGED_BY
+from mas_operator.probes import JOB_KIND, conformance_run
 from mas_operator.reconcile import Outcome, reconcile
 
 logger = logging.getLogger(__name__)
@@ -235,10 +237,13 @@ def register(registry: kopf.OperatorRegistry) -> None:
         uid = str(body.metadata.uid)
         if type == "DELETED":
             ctx.forget(uid)
-        else:
-            ctx.remember(body)
+            return
+        before = ctx.apps.get(uid)
+        ctx.remember(body)
+        if before is not None and conformance_run(before) != conformance_run(body):
+            ctx.mark_dirty(uid)  # kopf leaves maslab.io/ annotations out of its diff
 
-    for kind in CHILD_KINDS:
+    for kind in (*CHILD_KINDS, JOB_KIND):  # a conformance Job's status carries its verdict
         group, _, version = kind.api_version.rpartition("/")
 
         @kopf.on.event(

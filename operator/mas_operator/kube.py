@@ -102,6 +102,18 @@ class Cluster:
             content_type="application/apply-patch+yaml",
         )
 
+    def create(self, kind: ChildKind, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Create an object that is never updated (a Job); ``None`` when it exists already."""
+        path = _collection(kind, manifest["metadata"]["namespace"])
+        try:
+            return self._call(
+                path, "POST", query=[("fieldManager", self.field_manager)], body=dict(manifest)
+            )
+        except k8s.ApiException as exc:
+            if exc.status == 409:
+                return None
+            raise
+
     def list_children(self, kind: ChildKind, namespace: str, selector: str) -> list[dict[str, Any]]:
         """Every object of ``kind`` in ``namespace`` matching the label ``selector``."""
         out = self._call(_collection(kind, namespace), "GET", query=[("labelSelector", selector)])

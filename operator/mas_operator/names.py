@@ -22,6 +22,11 @@ ANNOTATION_SECRETS_HASH = f"{DOMAIN}/secrets-hash"
 ANNOTATION_CARD_URL = f"{DOMAIN}/card-url"
 ANNOTATION_URL = f"{DOMAIN}/url"
 ANNOTATION_GENERATION = f"{DOMAIN}/application-generation"
+# Set on an Application to any new value to run its conformance probes again.
+ANNOTATION_CONFORMANCE_RUN = f"{DOMAIN}/conformance-run"
+# On conformance Jobs and their pods: the agent probed (never maslab.io/agent, which
+# Services and Deployments select the agent's own pods by).
+LABEL_PROBED_AGENT = f"{DOMAIN}/conformance-agent"
 
 CONFIG_FILE = "application.yaml"
 CONFIG_DIR = "/etc/mas"

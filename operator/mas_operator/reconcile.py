@@ -3,7 +3,8 @@
 Steps: plan the document (validate and wire); list the children that exist; when the plan
 fails, touch no child and report ``Stalled`` (a bad update keeps the running children exactly
 as they were); otherwise server-side apply every child (owned by the Application), delete
-owned children the plan no longer has, and report readiness from the Deployments.
+owned children the plan no longer has, run the conformance step (:mod:`mas_operator.probes`)
+and report readiness (and, when asked for, conformance) from what it found.
 The function does blocking API I/O: handlers run it in a worker thread.
 """
 
@@ -40,6 +41,7 @@ from mas_operator.names import (
     application_selector,
 )
 from mas_operator.plan import Plan, plan_application
+from mas_operator.probes import sync_conformance, warn_when_not_conformant
 
 logger = logging.getLogger(__name__)
 
@@ -231,15 +233,17 @@ def reconcile(
             if (kind.kind, obj["metadata"]["name"]) not in wanted:
                 cluster.delete(kind, namespace, obj["metadata"]["name"])
                 deleted += 1
-    seen = Observed(
-        generation,
-        _observe_agents(
-            [a for a in applied if a.get("kind") == "Deployment"],
-            [a for a in applied if a.get("kind") == "Service"],
-        ),
-        wiring_summary=_wiring_summary(plan),
+    agents = _observe_agents(
+        [a for a in applied if a.get("kind") == "Deployment"],
+        [a for a in applied if a.get("kind") == "Service"],
     )
-    cluster.patch_status(namespace, name, build_status(seen, body.get("status")))
+    conformance = sync_conformance(cluster, body, plan, desired, agents)
+    seen = Observed(
+        generation, agents, wiring_summary=_wiring_summary(plan), conformance=conformance
+    )
+    status = build_status(seen, body.get("status"))
+    cluster.patch_status(namespace, name, status)
+    warn_when_not_conformant(cluster, body, status)
     logger.debug(
         "Application %s/%s: applied %d children, deleted %d, %s ready",
         namespace,

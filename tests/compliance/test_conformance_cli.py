@@ -137,3 +137,39 @@ async def test_mas_ctl_serve_passes_the_probe(tmp_path: Path) -> None:
     for binding in ("JSONRPC", "HTTP+JSON", "GRPC"):
         assert by_check[(binding, "version-header")].status == "pass"
     assert run.code == 0
+
+
+async def test_result_file_holds_a_compact_result_that_fits_a_termination_message(
+    tmp_path: Path,
+) -> None:
+    result_file = tmp_path / "termination-log"
+    async with sdk_agent("no-grpc-listener") as agent:
+        run = await mas_ctl(
+            "conformance", "--url", agent.url, "-o", "json", "--timeout", "3",
+            "--result-file", str(result_file),
+        )  # fmt: skip
+    assert run.code == 1
+    text = result_file.read_text()
+    assert len(text.encode()) <= 4096 and "\n" not in text
+    written = ConformanceResult.model_validate_json(text)
+    printed = ConformanceResult.model_validate_json(run.out)
+    assert not written.passed
+    assert [(c.interface, c.check) for c in written.failures()] == [
+        (c.interface, c.check) for c in printed.failures()
+    ]
+
+
+async def test_an_unwritable_result_file_exits_2_naming_it(tmp_path: Path) -> None:
+    url = f"http://{HOST}:{free_port()}"
+    run = await mas_ctl("conformance", "--url", url, "--result-file", str(tmp_path))
+    assert run.code == 2
+    assert f"error: cannot write --result-file {tmp_path}: " in run.err
+    assert "Traceback" not in run.err
+
+
+async def test_a_url_too_long_for_a_termination_message_exits_2(tmp_path: Path) -> None:
+    url = f"http://{HOST}:{free_port()}/{'a' * 4100}"
+    run = await mas_ctl("conformance", "--url", url, "--result-file", str(tmp_path / "log"))
+    assert run.code == 2
+    assert "error: --result-file: a conformance result of " in run.err
+    assert "cannot fit in 4096 bytes" in run.err and "Traceback" not in run.err

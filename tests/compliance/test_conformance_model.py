@@ -55,3 +55,48 @@ def test_unknown_fields_are_refused() -> None:
         ConformanceResult.model_validate(
             {"url": "http://a", "checked_at": NOW.isoformat(), "checks": [], "verdict": "ok"}
         )
+
+
+def big_result(failures: int, passes: int = 20, detail: int = 400) -> ConformanceResult:
+    checks = [
+        ConformanceCheck(interface="JSONRPC", check=f"p{i}", status="pass", detail="x" * detail)
+        for i in range(passes)
+    ] + [
+        ConformanceCheck(interface="GRPC", check=f"f{i}", status="fail", detail="é" * detail)
+        for i in range(failures)
+    ]
+    return ConformanceResult(url="http://agent.team-a.svc:8080", checked_at=NOW, checks=checks)
+
+
+def test_compact_json_is_the_whole_result_when_it_fits() -> None:
+    result = big_result(1, passes=2, detail=10)
+    text = result.compact_json()
+    assert "\n" not in text
+    assert ConformanceResult.model_validate_json(text) == result
+
+
+@pytest.mark.parametrize("failures", [0, 1, 5, 30])
+def test_compact_json_fits_a_termination_message_and_keeps_the_verdict(failures: int) -> None:
+    result = big_result(failures)
+    assert len(result.model_dump_json().encode()) > 4096
+    text = result.compact_json()
+    assert len(text.encode()) <= 4096
+    back = ConformanceResult.model_validate_json(text)
+    assert back.passed == result.passed
+    assert back.url == result.url and back.checked_at == result.checked_at
+    if failures:
+        assert back.failures()[0].check == "f0"
+    else:
+        assert len(back.checks) == len(result.checks)  # only the details went
+
+
+def test_compact_json_shortens_failure_details_before_dropping_checks() -> None:
+    back = ConformanceResult.model_validate_json(big_result(3).compact_json())
+    assert len(back.checks) == 23
+    assert all(c.detail == "" for c in back.checks if c.status == "pass")
+    assert all(c.detail.endswith("...") for c in back.failures())
+
+
+def test_compact_json_refuses_a_budget_below_the_url() -> None:
+    with pytest.raises(ValueError, match="cannot fit in 40 bytes"):
+        big_result(1).compact_json(limit=40)

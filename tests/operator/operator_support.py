@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 import yaml
 from kubernetes import client as k8s
@@ -299,3 +302,58 @@ def helm_template(*args: str, namespace: str = "mas-system") -> list[dict[str, A
     )
     assert out.returncode == 0, out.stderr
     return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def free_port() -> int:
+    """A port the OS says is free on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve_agent(
+    document: Path, agent: str, tmp: Path, *, grpc: bool = False, dead_grpc: bool = False
+) -> Iterator[str]:
+    """``mas-ctl serve`` of ``agent`` in ``document`` on 127.0.0.1 free ports; yields its URL.
+
+    ``grpc``: the agent serves gRPC too. ``dead_grpc``: its card advertises gRPC at
+    127.0.0.2, where nothing listens (the listener binds the ``--listen`` host, 127.0.0.1),
+    which fails the probe's gRPC checks.
+    """
+    url = f"http://127.0.0.1:{free_port()}"
+    overrides = [f"infra:spec.endpoints[{agent}].url={url}"]
+    if grpc or dead_grpc:
+        host = "127.0.0.2" if dead_grpc else "127.0.0.1"
+        overrides.append(f"infra:spec.endpoints[{agent}].a2a.grpc_url={host}:{free_port()}")
+    argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(document), "--agent", agent]
+    argv += ["--no-control", "--listen", "127.0.0.1"]
+    for override in overrides:
+        argv += ["--override", override]
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HOME": str(tmp)},
+    )
+    try:
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                pytest.fail(f"mas-ctl serve of {agent} exited {proc.returncode}: {err}")
+            with contextlib.suppress(httpx.HTTPError):
+                return httpx.get(f"{url}/readyz", timeout=2).status_code == 200
+            return False
+
+        eventually(up, 30, interval=0.1, what=f"mas-ctl serve of {agent}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        if proc.stderr is not None:
+            proc.stderr.close()

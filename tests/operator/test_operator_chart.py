@@ -53,6 +53,9 @@ def test_rbac_lists_every_resource_and_verb_without_wildcards() -> None:
     assert ("", "secrets", "get") in granted
     assert not {v for g, r, v in granted if r == "secrets"} - {"get"}  # never list or watch
     assert ("coordination.k8s.io", "leases", "update") in granted
+    jobs = {v for g, r, v in granted if (g, r) == ("batch", "jobs")}
+    assert jobs == {"list", "watch", "create", "delete"}  # a Job is never updated
+    assert {v for g, r, v in granted if (g, r) == ("", "pods")} == {"list"}
 
 
 def test_watched_namespaces_get_role_bindings_not_a_cluster_binding() -> None:
@@ -98,6 +101,8 @@ def test_rendered_chart_applies_as_a_server_side_dry_run(
         "--include-crds",
         "--set",
         f"watchNamespaces={{{envtest_namespace}}}",
+        "--set",
+        "conformance.test.enabled=true",
         namespace=envtest_namespace,
     )
     dyn = control_plane.dynamic_client()
@@ -121,6 +126,7 @@ def test_rendered_chart_applies_as_a_server_side_dry_run(
         "RoleBinding",
         "Deployment",
         "Service",
+        "Job",  # the conformance test hook
     } <= set(kinds)
     with pytest.raises(k8s.ApiException) as caught:  # dry run: nothing was created
         k8s.AppsV1Api(control_plane.api_client()).read_namespaced_deployment(
@@ -194,7 +200,9 @@ def test_chart_rbac_suffices_for_a_full_reconcile(
     )
     start_operator(kubeconfig=str(kubeconfig))
     api = Api(control_plane.api_client(), envtest_namespace)
-    api.create(cluster_app())
+    app = cluster_app()
+    app["spec"]["conformance"] = {"enabled": True}
+    api.create(app)
     eventually(lambda: len(api.deployments()) == 2, what="two Deployments made as the SA")
     eventually(lambda: api.mark_pods_ready() == 2, what="two pods to stand in for")
     ready = wait_condition(api, "desk", "Ready", "True")
@@ -202,3 +210,21 @@ def test_chart_rbac_suffices_for_a_full_reconcile(
     assert len(api.net.list_namespaced_network_policy(envtest_namespace).items) == 2
     managers = {f.manager for d in api.deployments() for f in d.metadata.managed_fields}
     assert "mas-operator" in managers
+
+    # conformance Jobs: created, watched and deleted, their pods listed, all as the SA
+    batch = k8s.BatchV1Api(control_plane.api_client())
+
+    def jobs() -> list[Any]:
+        selector = "maslab.io/conformance-agent"
+        return list(batch.list_namespaced_job(envtest_namespace, label_selector=selector).items)
+
+    eventually(lambda: len(jobs()) == 2, what="two conformance Jobs made as the SA")
+    running = wait_condition(api, "desk", "Conformant", "Unknown")
+    eventually(
+        lambda: api.condition("desk", "Conformant")["reason"] == "ProbeRunning",
+        what="ProbeRunning (the Jobs' pods listed)",
+    )
+    assert running["observedGeneration"] == 1
+    app["spec"]["conformance"] = {"enabled": False}
+    api.patch_spec("desk", app["spec"])
+    eventually(lambda: jobs() == [], what="the Jobs deleted by the SA")

@@ -81,3 +81,20 @@ def test_run_refuses_a_liveness_url_it_cannot_serve() -> None:
     out = mas_operator("run", "-A", "--liveness", "healthz")
     assert out.returncode == 2
     assert "'healthz' is not a liveness URL; accepted: http://HOST:PORT[/PATH]" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-n", "a", "--timeout", "0"], "'0': accepted: a number of seconds above 0"),
+        (["-n", "a", "--timeout", "7200"], "'7200': accepted: a number of seconds in (0, 3600]"),
+        (["-n", "a", "--parallel", "0"], "'0' is not a count; accepted: 1 to 64"),
+        ([], "one of the arguments -n/--namespace -A/--all-namespaces is required"),
+        (["-n", "a", "--kubeconfig", "/nonexistent/kubeconfig"], "error: no cluster credentials"),
+    ],
+)
+def test_conformance_usage_errors_exit_2_naming_the_value(args: list[str], message: str) -> None:
+    out = mas_operator("conformance", *args)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr

@@ -49,6 +49,14 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "priority": 1,
         "jsonPath": '.status.conditions[?(@.type=="Wired")].status',
     },
+    {
+        "name": "Conformant",
+        "type": "string",
+        "priority": 1,
+        "jsonPath": '.status.conditions[?(@.type=="Conformant")].status',
+        "description": "Every deployed agent passed the conformance probe "
+        "(spec.conformance.enabled)",
+    },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 

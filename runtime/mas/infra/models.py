@@ -478,6 +478,27 @@ class RuntimeSpec(Model):
     network_policy: NetworkPolicyOptions = Field(default_factory=NetworkPolicyOptions)
 
 
+class ConformanceSpec(Model):
+    """Conformance Jobs: the operator probes every deployed agent's AgentCard on request."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Run mas-ctl conformance against every deployed agent once it is ready, "
+        "and report the Conformant condition. Re-run on demand by setting the annotation "
+        "maslab.io/conformance-run to a new value.",
+    )
+    timeout_seconds: float = Field(
+        default=10.0, gt=0, le=3600, description="Deadline of each single probe call, in seconds."
+    )
+    deadline_seconds: int = Field(
+        default=300,
+        ge=30,
+        le=86400,
+        description="activeDeadlineSeconds of each conformance Job: a probe still running "
+        "after it fails.",
+    )
+
+
 class ApplicationSpec(Model):
     """The multi-agent system and its public protocol endpoints."""
 
@@ -511,6 +532,10 @@ class ApplicationSpec(Model):
     )
     defaults: Defaults = Field(default_factory=Defaults)
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
+    conformance: ConformanceSpec = Field(
+        default_factory=ConformanceSpec,
+        description="Probe the deployed agents' AgentCards with conformance Jobs (off by default).",
+    )
 
 
 class ObjectMeta(BaseModel):
@@ -537,6 +562,17 @@ class Condition(Model):
     lastTransitionTime: str | None = None
 
 
+class AgentConformance(Model):
+    """The verdict of the latest conformance probe of one deployed agent."""
+
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+    checked_at: str | None = Field(
+        default=None, description="When the probe ran (from its result), RFC 3339."
+    )
+
+
 class AgentStatus(Model):
     """Observed state of one deployed agent."""
 
@@ -545,6 +581,9 @@ class AgentStatus(Model):
     ready_replicas: int = 0
     url: str | None = None
     card_url: str | None = None
+    conformant: AgentConformance | None = Field(
+        default=None, description="Present when spec.conformance.enabled."
+    )
 
 
 class ApplicationStatus(Model):

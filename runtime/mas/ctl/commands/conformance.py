@@ -3,6 +3,11 @@
 Exit codes: 0 every check passed (skips allowed); 1 a check failed (the table says which), an
 unreachable or invalid card included; 2 a usage error (a URL that cannot name a card, a bad
 timeout). ``-o json`` prints exactly :class:`mas.infra.conformance.ConformanceResult`.
+
+``--result-file PATH`` also writes the result as compact JSON that fits a container's
+termination message (:meth:`~mas.infra.conformance.ConformanceResult.compact_json`): the
+operator's conformance Jobs pass ``/dev/termination-log``, so the result reaches the pod's
+status without logs or credentials.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
 from mas.ctl.conformance import ProbeUsageError, probe
@@ -55,6 +61,13 @@ def register(sub: Any) -> None:
         default=DEFAULT_PUSH_URL,
         help="the webhook URL set (and deleted again) by the push-config check; never called",
     )
+    parser.add_argument(
+        "--result-file",
+        type=Path,
+        metavar="PATH",
+        help="also write the result as compact JSON of at most 4096 bytes (a container's "
+        "termination message, e.g. /dev/termination-log)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -83,6 +96,15 @@ def handle(args: argparse.Namespace) -> int:
     except ProbeUsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.result_file is not None:
+        try:
+            args.result_file.write_text(result.compact_json(), encoding="utf-8")
+        except ValueError as exc:  # a URL too long for any termination message
+            print(f"error: --result-file: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except OSError as exc:
+            print(f"error: cannot write --result-file {args.result_file}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     if args.output == "json":
         print(result.model_dump_json(indent=2))
     else:
