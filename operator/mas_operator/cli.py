@@ -87,6 +87,15 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _add_namespace_scope(parser: argparse.ArgumentParser, one: str, every: str) -> None:
+    """``-n NS`` (repeatable) or ``-A``: exactly one of them."""
+    scope = parser.add_mutually_exclusive_group(required=True)
+    scope.add_argument(
+        "-n", "--namespace", action="append", dest="namespaces", default=[], metavar="NS", help=one
+    )
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help=every)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Both subcommands."""
     parser = argparse.ArgumentParser(
@@ -95,17 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run = sub.add_parser("run", help="run the operator")
-    scope = run.add_mutually_exclusive_group(required=True)
-    scope.add_argument(
-        "-n",
-        "--namespace",
-        action="append",
-        dest="namespaces",
-        default=[],
-        metavar="NS",
-        help="watch this namespace (repeatable)",
-    )
-    scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
+    _add_namespace_scope(run, "watch this namespace (repeatable)", "watch every namespace")
     run.add_argument(
         "--kubeconfig",
         help="kubeconfig file (default: $KUBECONFIG, "
@@ -159,17 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the Applications, then run `mas-ctl conformance` on every "
         "status.agents.<id>.card_url; print one row per agent.",
     )
-    where = check.add_mutually_exclusive_group(required=True)
-    where.add_argument(
-        "-n",
-        "--namespace",
-        action="append",
-        dest="namespaces",
-        default=[],
-        metavar="NS",
-        help="probe the Applications of this namespace (repeatable)",
+    _add_namespace_scope(
+        check, "probe the Applications of this namespace (repeatable)", "every namespace"
     )
-    where.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     check.add_argument("--kubeconfig", help="kubeconfig file (default as for run)")
     check.add_argument(
         "--timeout",

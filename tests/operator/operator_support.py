@@ -27,8 +27,6 @@ REPO = Path(__file__).resolve().parent.parent.parent
 CRD_FILE = REPO / "crds" / "application.yaml"
 GROUP, VERSION, PLURAL = "infra.maslab.io", "v1", "applications"
 T = TypeVar("T")
-CRD_FILE = REPO / "crds" / "application.yaml"
-GROUP, VERSION, PLURAL = "infra.maslab.io", "v1", "applications"
 
 
 def eventually(
