@@ -13,7 +13,8 @@
   every Application each ``resync`` seconds.
 - Both paths share one :class:`~mas_operator.backoff.Retries`: an Application whose last
   reconcile failed is tried again when its backoff is due (the resync loop wakes for it),
-  not sooner, whoever asks; a new generation is tried at once.
+  not sooner, whoever asks; a new generation is tried at once. A kopf retry that comes
+  before that returns quietly: the resync loop keeps the failing Application and retries it.
 """
 
 from __future__ import annotations
@@ -223,7 +224,13 @@ def register(registry: kopf.OperatorRegistry) -> None:
     async def reconcile_handler(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
         ctx: OperatorContext = memo["ctx"]
         ctx.remember(body)
-        outcome = await run_reconcile(ctx, body)
+        try:
+            outcome = await run_reconcile(ctx, body)
+        except RetryNotDue as waiting:
+            # The resync loop owns this Application's retry and runs it when it is due;
+            # raising would only make kopf log an error and post an Event for nothing tried.
+            logger.debug("Application %s: %s", body.metadata.name, waiting)
+            return
         if outcome.stalled:
             raise kopf.PermanentError(
                 f"{outcome.observed.stall_reason}: {outcome.observed.stall_message}"
