@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
-from a2a_support import Served, serve_agent
+from a2a_support import STEP, Served, serve_agent
+from fast_path_support import exposure
 
 
 @pytest.fixture
 async def served() -> AsyncIterator[Served]:
     async with serve_agent(pushNotifications=True) as agent:
         yield agent
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[tuple[httpx.AsyncClient, str, str]]:
+    """A fast-path exposure and an SDK-path one of the same agent, and a client."""
+    async with (
+        exposure(fast=True) as fast,
+        exposure(fast=False) as sdk,
+        httpx.AsyncClient(timeout=STEP) as http,
+    ):
+        yield http, fast, sdk

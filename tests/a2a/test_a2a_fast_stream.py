@@ -23,12 +23,12 @@ import httpx
 import pytest
 from a2a.types import Message, Part, Role, SendMessageRequest, a2a_pb2_grpc
 from a2a_support import STEP, ScriptRunner, endpoint_for, eventually, free_port, wait_for
+from fast_path_support import EXPOSURES, V1, body, exposure, normalised
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from test_a2a_fast_path import EXPOSURES, V1, body, exposure, normalised
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.server.fast_stream import StreamRun
@@ -129,16 +129,6 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list[StreamRun]:
 
     monkeypatch.setattr(StreamRun, "start", counted)
     return started
-
-
-@pytest.fixture
-async def pair() -> AsyncIterator[tuple[httpx.AsyncClient, str, str]]:
-    async with (
-        exposure(fast=True) as fast,
-        exposure(fast=False) as sdk,
-        httpx.AsyncClient(timeout=STEP) as http,
-    ):
-        yield http, fast, sdk
 
 
 @pytest.mark.parametrize(
