@@ -138,3 +138,36 @@ def test_a_broken_document_is_left_for_validation_to_report() -> None:
     document = {"metadata": {"name": "x"}, "spec": {"endpoints": {"a": "not-a-mapping"}}}
     urls = cluster_document(document, "ns")
     assert (urls.document, urls.notes, urls.services) == (document, (), {})
+
+
+def test_dns_egress_reaches_any_resolver() -> None:
+    """The resolver may be a host-network pod or on the node: not only pods may answer."""
+    policies = kind(build_children(plan_application(example(), "team-a")), "NetworkPolicy")
+    for policy in policies.values():
+        dns = policy["spec"]["egress"][0]
+        assert dns == {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+
+
+def test_egress_ports_to_peer_agents_are_the_ports_their_pods_listen_on() -> None:
+    """Policies see pod ports (after the Service's translation): each peer rule's port must be
+    a container port of that peer, and the Service port that targets it the same number."""
+    children = build_children(plan_application(example(), "team-a"))
+    deployments, services = kind(children, "Deployment"), kind(children, "Service")
+    policy = kind(children, "NetworkPolicy")["research-desk-concierge"]
+    checked = 0
+    for rule in policy["spec"]["egress"]:
+        for peer in rule.get("to", []):
+            agent = peer.get("podSelector", {}).get("matchLabels", {}).get("maslab.io/agent")
+            if agent is None:
+                continue
+            name = f"research-desk-{agent}"
+            container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
+            by_name = {p["name"]: p["containerPort"] for p in container["ports"]}
+            service_ports = {
+                p["port"]: by_name[p["targetPort"]] for p in services[name]["spec"]["ports"]
+            }
+            for port in rule["ports"]:
+                assert port["port"] in by_name.values()
+                assert service_ports[port["port"]] == port["port"]
+                checked += 1
+    assert checked == 1  # the concierge reaches the researcher on 8402
