@@ -133,11 +133,17 @@ def warn_on_pod_local_urls(
     def wired(conditions: Any) -> Mapping[str, Any]:
         return next((c for c in conditions or [] if c.get("type") == WIRED), {})
 
+    meta = body["metadata"]
+    uid = str(meta.get("uid"))
+    if not notes:
+        cluster.warned.pop(uid, None)
+        return
     new = wired(status.get("conditions"))
     old = wired((body.get("status") or {}).get("conditions"))
-    if not notes or (old.get("reason"), old.get("message")) == (new["reason"], new["message"]):
+    same = (old.get("reason"), old.get("message")) == (new["reason"], new["message"])
+    if same or cluster.warned.get(uid) == notes:
         return
-    meta = body["metadata"]
+    cluster.warned[uid] = notes
     for note in notes:
         cluster.post_event(body, "Warning", POD_LOCAL_URLS, note)
         logger.warning("Application %s/%s: %s", meta["namespace"], meta["name"], note)
