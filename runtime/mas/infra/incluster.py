@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from mas.infra.addresses import DEFAULT_PORTS
+from mas.infra.addresses import DEFAULT_PORTS, ip_of
 
 DEFAULT_SERVICE_PORT = 8080
 
@@ -75,13 +74,9 @@ def pod_local_kind(host: str) -> str | None:
     name = host.strip("[]").rstrip(".").lower()
     if name == "localhost" or name.endswith(".localhost"):
         return "loopback"
-    try:
-        address = ipaddress.ip_address(name.split("%", 1)[0])
-    except ValueError:
+    address = ip_of(name)
+    if address is None:
         return None
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:
-        address = mapped
     if address.is_loopback:
         return "loopback"
     if address.is_unspecified:

@@ -30,12 +30,12 @@ so a DNS answer that changes in between (rebinding) is only caught at the next p
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import socket
 import urllib.parse
 from collections.abc import Iterable
 
+from mas.infra.addresses import ip_of
 from mas.infra.conformance import PROBE_PUSH_HOST
 from mas.infra.models import PushPolicy
 
@@ -46,13 +46,9 @@ DEFAULT_RESOLVE_TIMEOUT = 5.0
 
 def address_is_public(text: str) -> bool:
     """Whether ``text`` is a public unicast IP address (see the module docstring)."""
-    try:
-        address = ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
+    address = ip_of(text)
+    if address is None:
         return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:
-        address = mapped
     return address.is_global and not (
         address.is_loopback
         or address.is_link_local
