@@ -52,6 +52,12 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
         ("spec.endpoints.writer.exposed", "is not a known field; accepted: protocol, url, usage"),
         ("spec.endpoints.writer.usage", "'publish': Input should be 'use', 'deploy' or"),
     ],
+    "schema-and-rules.yaml": [
+        ("spec.endpoints.editor.url", "has a path prefix '/agents/editor'"),
+        ("spec.endpoints.search.usage", "'search' is not one (agents: editor, writer)"),
+        ("spec.endpoints.writer.url", "has a path prefix '/agents/writer'"),
+        ("spec.endpoints.writer.usage", "'publish': Input should be 'use', 'deploy' or"),
+    ],
     "bad-agent-id.yaml": [
         ("spec.agency.agents", "'Writer_One' is not an agent id; accepted: a DNS-1123 label"),
     ],
@@ -240,3 +246,37 @@ def test_legacy_expose_reads_as_use_and_deploy_only_without_usage(
         endpoint["expose"] = expose
     app = Application.model_validate(document(endpoints={"lead": endpoint}))
     assert app.spec.endpoints["lead"].effective_usage == effective
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("http://localhost:8000", "http://127.0.0.1:8000"),
+        ("http://LOCALHOST:8000", "http://localhost.:8000/"),
+        ("http://127.1:8000", "http://127.0.0.1:8000"),
+        ("http://2130706433:8000", "http://localhost:8000"),
+        ("http://[::ffff:127.0.0.1]:8000", "http://127.0.0.1:8000"),
+        ("http://[0:0:0:0:0:0:0:1]:8000", "http://[::1]:8000"),
+        ("http://Agent.Example:80", "http://agent.example"),
+    ],
+)
+def test_two_spellings_of_one_socket_are_one_port(first: str, second: str) -> None:
+    doc = document(
+        endpoints={
+            "lead": {"url": first, "usage": "deploy"},
+            "worker": {"url": second, "usage": "use-and-deploy"},
+        }
+    )
+    problems = check_application(parse_application(doc))
+    assert [p.path for p in problems] == ["spec.endpoints.lead.url", "spec.endpoints.worker.url"]
+    assert all("a single port cannot host multiple" in p.message for p in problems)
+
+
+def test_different_loopback_addresses_and_ports_are_different_sockets() -> None:
+    doc = document(
+        endpoints={
+            "lead": {"url": "http://127.0.0.1:8000", "usage": "deploy"},
+            "worker": {"url": "http://127.0.0.2:8000", "usage": "use-and-deploy"},
+        }
+    )
+    assert check_application(parse_application(doc)) == []

@@ -206,7 +206,7 @@ def _endpoint_problems(
             problems.append(Problem(f"{where}.url", str(exc)))
     problems += _grpc_problems(where, endpoint, http, cards)
     if endpoint.deployed and http is not None:
-        cards[http].append(f"{where}.url")
+        cards[http.socket_key()].append(f"{where}.url")
     return problems
 
 
@@ -241,7 +241,7 @@ def _grpc_problems(
             Problem(f"{where}.a2a.grpc_url", f"{options.grpc_url!r} is the url's own host:port")
         )
     if endpoint.deployed and grpc is not None and not problems:
-        cards[grpc].append(f"{where}.a2a.grpc")
+        cards[grpc.socket_key()].append(f"{where}.a2a.grpc")
     return problems
 
 
