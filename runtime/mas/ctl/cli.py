@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "cancel",
     "ps",
     "conformance",
+    "plugins",
 )
 
 Handler = Callable[[argparse.Namespace], int]
