@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from mas.infra.documents import read_yaml_file
@@ -280,3 +282,15 @@ def test_different_loopback_addresses_and_ports_are_different_sockets() -> None:
         }
     )
     assert check_application(parse_application(doc)) == []
+
+
+def test_extended_skills_need_the_extended_card() -> None:
+    skills = [{"id": "audit"}]
+    off = document(endpoints={"lead": {"url": "http://h:1", "a2a": {"extended_skills": skills}}})
+    assert [str(p) for p in check_application(parse_application(off))] == [
+        "spec.endpoints.lead.a2a.extended_skills: are only served on the extended card; set "
+        "a2a.capabilities.extendedAgentCard: true, or drop them"
+    ]
+    on = copy.deepcopy(off)
+    on["spec"]["endpoints"]["lead"]["a2a"]["capabilities"] = {"extendedAgentCard": True}
+    assert check_application(parse_application(on)) == []

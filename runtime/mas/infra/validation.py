@@ -183,6 +183,14 @@ def _endpoint_problems(
                 "agent takes usage: use",
             )
         )
+    if endpoint.a2a.extended_skills and not endpoint.a2a.capabilities.extendedAgentCard:
+        problems.append(
+            Problem(
+                f"{where}.a2a.extended_skills",
+                "are only served on the extended card; set a2a.capabilities.extendedAgentCard: "
+                "true, or drop them",
+            )
+        )
     http: HostPort | None = None
     if endpoint.url is None:
         if not endpoint.deployed:

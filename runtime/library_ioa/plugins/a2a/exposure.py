@@ -58,6 +58,7 @@ from starlette.routing import BaseRoute, Route
 from library_ioa.plugins.a2a.agentcard import (
     REST_PATH,
     agent_card_from_manifest,
+    extended_card,
     grpc_target,
 )
 from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
@@ -160,6 +161,7 @@ class A2AExposure:
             push_config_store=push_store,
             push_sender=push_sender,
             request_context_builder=self.executor.request_context_builder(),
+            extended_agent_card=extended_card(self.card, endpoint),
             push_url_validator=push_url_validator,
             event_stream=self.stores.event_stream,
             agent_id=agent_id,
