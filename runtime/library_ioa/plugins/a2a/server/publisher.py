@@ -29,6 +29,21 @@ from mas.runtime.turns import (
 RESPONSE_ARTIFACT = "response"
 
 
+def quick_answer(context_id: str, text: str) -> Message:
+    """The ``Message`` that answers a new task's quick text-only turn.
+
+    It carries no ``taskId``: no task is stored for it (as with the SDK, a ``Message``
+    answer is not a task), so an id would name a task that ``GetTask`` cannot find and a
+    follow-up could not continue. The conversation goes on by ``contextId``.
+    """
+    return Message(
+        role=Role.ROLE_AGENT,
+        message_id=str(uuid.uuid4()),
+        context_id=context_id,
+        parts=[Part(text=text)],
+    )
+
+
 class TurnTicketLike(Protocol):
     """What the executor needs of a :class:`mas.ctl.session.mailbox.TurnTicket`."""
 
@@ -173,15 +188,7 @@ class TurnPublisher:
             self._executor.closing(self._task_id)
             await self._updater.complete(self._reply(end.text))
             return
-        await self._queue.enqueue_event(
-            Message(
-                role=Role.ROLE_AGENT,
-                message_id=str(uuid.uuid4()),
-                context_id=self._context_id,
-                task_id=self._task_id,
-                parts=[Part(text=end.text)],
-            )
-        )
+        await self._queue.enqueue_event(quick_answer(self._context_id, end.text))
 
     async def _publish(self, event: TurnEvent) -> None:
         if isinstance(event, TextDelta):
