@@ -104,6 +104,11 @@ class _Replay:
     def turn(self) -> TurnInput:
         return self.inner.turn
 
+    @property
+    def discarded(self) -> int:
+        """The inner ticket's text deltas withdrawn by a replace steer."""
+        return int(getattr(self.inner, "discarded", 0))
+
     def events(self) -> AsyncIterator[TurnEvent]:
         return self._iterate()
 
