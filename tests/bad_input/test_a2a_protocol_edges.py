@@ -8,35 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
-from typing import Any
 
 import grpc
 import httpx
 import pytest
 from a2a.types import SendMessageRequest
-from bad_input_support import Agent
+from bad_input_support import JSON, PROTOCOL_MARKS, STEP, Agent, send_message, user_message
 
-pytestmark = [
-    pytest.mark.timeout(60),
-    pytest.mark.integration,
-    pytest.mark.usefixtures("server_log"),
-]
+pytestmark = PROTOCOL_MARKS
 
-V1 = {"A2A-Version": "1.0"}
-JSON = {"Content-Type": "application/json", **V1}
-STEP = 10.0
 HUGE_VERSION = "1." + "9" * 5000  # a component past Python's 4,300-digit int() limit
 GRPC_SEND = "/lf.a2a.v1.A2AService/SendMessage"
-
-
-def message(text: str = "hello") -> dict[str, Any]:
-    return {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": text}]}
-
-
-def send_message(text: str = "hello") -> dict[str, Any]:
-    params = {"message": message(text)}
-    return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
 
 
 async def raw_post(agent: Agent, path: str, head: bytes, body: bytes) -> tuple[int, bytes]:
@@ -65,7 +47,7 @@ async def raw_post(agent: Agent, path: str, head: bytes, body: bytes) -> tuple[i
 async def test_a_chunked_text_plain_body_on_http_json_is_415_and_not_executed(
     agent: Agent,
 ) -> None:
-    body = json.dumps({"message": message("chunked and plain")}).encode()
+    body = json.dumps({"message": user_message("chunked and plain")}).encode()
     head = b"Content-Type: text/plain\r\nA2A-Version: 1.0\r\n"
     status, raw = await raw_post(agent, "/a2a/rest/message:send", head, body)
     assert status == 415, raw
@@ -97,7 +79,7 @@ async def test_a_huge_version_component_is_the_version_error_on_http_json(
 ) -> None:
     response = await http.post(
         "/a2a/rest/message:send",
-        content=json.dumps({"message": message()}),
+        content=json.dumps({"message": user_message()}),
         headers={**JSON, "A2A-Version": HUGE_VERSION},
     )
     assert response.status_code == 400, response.text
