@@ -29,7 +29,6 @@ async def test_a_quick_turn_is_the_same_message(pair: tuple[httpx.AsyncClient, s
             "message": {
                 "messageId": "<uuid>",
                 "contextId": "<uuid>",
-                "taskId": "<uuid>",
                 "role": "ROLE_AGENT",
                 "parts": [{"text": "hello"}],
             }
@@ -88,16 +87,27 @@ async def test_bad_and_unusual_requests_get_the_same_answer(
     assert status == 200 and answer["jsonrpc"] == "2.0", answer
 
 
-async def test_a_message_answer_leaves_no_task_behind(
+async def test_a_message_answer_names_no_task_and_the_context_goes_on(
     pair: tuple[httpx.AsyncClient, str, str],
 ) -> None:
+    # No task is stored for a Message answer, so it hands out no taskId that GetTask could
+    # not find; a follow-up continues the conversation by its contextId.
     http, fast, sdk = pair
+    rest = {"message": {"role": "ROLE_USER", "messageId": "r1", "parts": [{"text": "quick x"}]}}
     for base in (fast, sdk):
-        reply = await http.post(base + "/", content=body("quick gone"), headers=V1)
-        task_id = reply.json()["result"]["message"]["taskId"]
-        get = {"jsonrpc": "2.0", "id": 8, "method": "GetTask", "params": {"id": task_id}}
-        found = (await http.post(base + "/", json=get, headers=V1)).json()
-        assert found["error"]["code"] == -32001, found  # TaskNotFoundError, on both
+        reply = (await http.post(base + "/", content=body("quick gone"), headers=V1)).json()
+        message = reply["result"]["message"]
+        assert "taskId" not in message, message
+        listed = {"jsonrpc": "2.0", "id": 8, "method": "ListTasks", "params": {}}
+        tasks = (await http.post(base + "/", json=listed, headers=V1)).json()["result"]
+        assert tasks.get("tasks", []) == [], tasks
+        follow = {"role": "ROLE_USER", "messageId": "f1", "contextId": message["contextId"]}
+        follow["parts"] = [{"text": "quick again"}]
+        again = (await http.post(base + "/", content=body(message=follow), headers=V1)).json()
+        assert again["result"]["message"]["contextId"] == message["contextId"], again
+        answer = await http.post(base + "/a2a/rest/message:send", json=rest, headers=V1)
+        assert answer.status_code == 200, answer.text
+        assert "taskId" not in answer.json()["message"], answer.text
 
 
 async def test_a_full_session_mailbox_fails_the_task_alike() -> None:

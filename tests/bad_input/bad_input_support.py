@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from tests.security.served_process import app_document, free_port
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
@@ -17,6 +19,25 @@ from mas.runtime.registry import default_registry
 
 LIMIT = 64 * 1024  # the served agent's a2a.max_body_bytes
 DEPTH = 64  # RequestLimits' default nesting limit
+V1 = {"A2A-Version": "1.0"}
+JSON = {"Content-Type": "application/json", **V1}
+STEP = 10.0
+PROTOCOL_MARKS = [
+    pytest.mark.timeout(60),
+    pytest.mark.integration,
+    pytest.mark.usefixtures("server_log"),
+]
+
+
+def user_message(text: str = "hello") -> dict[str, Any]:
+    """A 1.0 user message as JSON."""
+    return {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": text}]}
+
+
+def send_message(text: str = "hello", rid: Any = 1) -> dict[str, Any]:
+    """A JSON-RPC 1.0 ``SendMessage`` request of ``text``."""
+    params = {"message": user_message(text)}
+    return {"jsonrpc": "2.0", "id": rid, "method": "SendMessage", "params": params}
 
 
 @dataclass

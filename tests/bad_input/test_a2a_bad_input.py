@@ -4,31 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from typing import Any
 
 import grpc
 import httpx
 import pytest
 from a2a.types import SendMessageRequest, a2a_pb2_grpc
-from bad_input_support import DEPTH, LIMIT, Agent, serve_echo
+from bad_input_support import (
+    DEPTH,
+    JSON,
+    LIMIT,
+    PROTOCOL_MARKS,
+    STEP,
+    V1,
+    Agent,
+    send_message,
+    serve_echo,
+)
 
 from library_ioa.plugins.a2a.server.limits import RequestLimits
 
-pytestmark = [
-    pytest.mark.timeout(60),
-    pytest.mark.integration,
-    pytest.mark.usefixtures("server_log"),
-]
-
-V1 = {"A2A-Version": "1.0"}
-JSON = {"Content-Type": "application/json", **V1}
-STEP = 10.0
-
-
-def send_message(text: str = "hello", rid: Any = 1) -> dict[str, Any]:
-    message = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": text}]}
-    return {"jsonrpc": "2.0", "id": rid, "method": "SendMessage", "params": {"message": message}}
+pytestmark = PROTOCOL_MARKS
 
 
 async def rpc(http: httpx.AsyncClient, body: bytes | str, **headers: str) -> httpx.Response:

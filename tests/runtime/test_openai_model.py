@@ -9,7 +9,9 @@ import pytest
 from fake_chat_server import FakeChatServer, Plan, text_chunks, tool_call_chunks
 from runtime_support import RecordingModel, collect, ended, registry_with, text_of, wired
 
+from mas.ctl.session.activity import ActivityHub, observe_delegations
 from mas.ctl.session.host import RuntimeHost
+from mas.ctl.session.transcript import activity_line
 from mas.infra.models import AgentManifest
 from mas.infra.wiring import Wired
 from mas.runtime.agent import Agent
@@ -127,6 +129,25 @@ async def test_a_tool_call_delegates_and_the_result_goes_back_to_the_model(
         "tool_call_id": "call_7",
         "content": "recorded: rows in t?",
     }
+
+
+async def test_the_transcript_names_what_an_openai_tool_call_delegates(
+    server: FakeChatServer,
+) -> None:
+    # The openai model hands the tool arguments over as the JSON string the server sent.
+    arguments = json.dumps({"message": "rows in t?"})
+    server.plans.append(Plan(tool_call_chunks("call_8", "delegate_to_data_desk", arguments)))
+    server.plans.append(Plan(text_chunks("42 rows.")))
+    host = await build(server)
+    hub = ActivityHub()
+    lines: list[str] = []
+    hub.subscribe(lambda record: lines.append(activity_line(record)))
+    observe_delegations({a: host.runner(a) for a in host.agents}, hub)
+    try:
+        await collect(host.mailbox("boss").submit(TurnInput("s", "t", "count t")).events())
+    finally:
+        await host.aclose()
+    assert lines == ["boss -> data-desk: working on 'rows in t?'", "data-desk -> boss: done"]
 
 
 async def test_an_http_error_fails_the_turn_with_the_server_message(server: FakeChatServer) -> None:

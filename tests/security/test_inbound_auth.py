@@ -25,7 +25,11 @@ STEP = 10.0
 
 @pytest.fixture
 async def guarded(creds: Secrets) -> AsyncIterator[A2AExposure]:
-    endpoint = echo_endpoint(auth=AUTH, capabilities={"extendedAgentCard": True})
+    endpoint = echo_endpoint(
+        auth=AUTH,
+        capabilities={"extendedAgentCard": True},
+        extended_skills=[{"id": "audit", "description": "Reads the audit log."}],
+    )
     async with serve(ECHO, {"echo": endpoint}, "echo") as exposure:
         yield exposure
 
@@ -117,10 +121,16 @@ async def test_the_extended_card_requires_the_credential(
     assert refused.status_code == 401
     rpc = {"jsonrpc": "2.0", "id": 3, "method": "GetExtendedAgentCard", "params": {}}
     assert (await http.post("/", json=rpc, headers=V1)).status_code == 401
-    allowed = await http.post(
-        "/", json=rpc, headers={**V1, "Authorization": f"Bearer {creds.token}"}
-    )
-    assert allowed.status_code == 200  # past authentication: the SDK's own answer
+    bearer = {**V1, "Authorization": f"Bearer {creds.token}"}
+    allowed = await http.post("/", json=rpc, headers=bearer)
+    assert allowed.status_code == 200
+    card = allowed.json()["result"]  # the card it advertises, not -32007 (not configured)
+    assert [s["id"] for s in card["skills"]] == ["general", "audit"]
+    assert card["capabilities"]["extendedAgentCard"] is True
+    public = (await http.get("/.well-known/agent-card.json")).json()
+    assert [s["id"] for s in public["skills"]] == ["general"]
+    rest = await http.get("/a2a/rest/extendedAgentCard", headers=bearer)
+    assert rest.status_code == 200 and "Reads the audit log." in rest.text, rest.text
 
 
 def grpc_request(text: str) -> SendMessageRequest:

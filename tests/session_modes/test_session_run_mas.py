@@ -286,7 +286,7 @@ async def test_bad_flags_are_one_clear_line_and_a_non_zero_exit(
         ),
         ("run-mas", "-f", app, "--bind", "junk", "-m", "hi"): (
             2,
-            "error: --bind 'junk': expected NAME=a2a://host:port (schemes: a2a, a2as, http, https)",
+            "error: --bind 'junk': expected NAME=a2a://host:port (a2as://host:port for https)",
         ),
         ("run-mas", "-f", app, "-m", " "): (
             2,

@@ -45,6 +45,10 @@ def test_validate_invalid_document_lists_every_problem(capsys: pytest.CaptureFix
         (["validate", "-f", "/nonexistent/app.yaml"], "cannot read the file"),
         (["validate", "-f", EXAMPLE, "--override", "spec.x=1"], "must start with 'infra:'"),
         (["validate", "-f", EXAMPLE, "--bind", "researcher"], "expected NAME=a2a://host:port"),
+        (
+            ["validate", "-f", EXAMPLE, "--bind", "researcher=http://127.0.0.1:9100"],
+            "the scheme is 'http'; --bind takes NAME=a2a://host:port",
+        ),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(

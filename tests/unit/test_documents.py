@@ -79,6 +79,15 @@ def test_bad_binds_show_the_accepted_form(text: str) -> None:
         bind_overrides(text)
 
 
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_bind_with_an_http_url_is_refused_with_the_documented_form(scheme: str) -> None:
+    with pytest.raises(OverrideError) as refused:
+        bind_overrides(f"worker={scheme}://127.0.0.1:8009")
+    message = str(refused.value)
+    assert f"the scheme is {scheme!r}; --bind takes NAME=a2a://host:port" in message
+    assert f"--override infra:spec.endpoints[worker].url={scheme}://127.0.0.1:8009" in message
+
+
 def test_override_through_a_scalar_is_refused() -> None:
     with pytest.raises(OverrideError, match=r"spec\.agency\.entry is not a mapping"):
         apply_overrides(document(), [parse_override("infra:spec.agency.entry.x=1")])

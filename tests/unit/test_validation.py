@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from mas.infra.documents import read_yaml_file
@@ -50,6 +52,12 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     ],
     "bad-usage-value.yaml": [
         ("spec.endpoints.writer.exposed", "is not a known field; accepted: protocol, url, usage"),
+        ("spec.endpoints.writer.usage", "'publish': Input should be 'use', 'deploy' or"),
+    ],
+    "schema-and-rules.yaml": [
+        ("spec.endpoints.editor.url", "has a path prefix '/agents/editor'"),
+        ("spec.endpoints.search.usage", "'search' is not one (agents: editor, writer)"),
+        ("spec.endpoints.writer.url", "has a path prefix '/agents/writer'"),
         ("spec.endpoints.writer.usage", "'publish': Input should be 'use', 'deploy' or"),
     ],
     "bad-agent-id.yaml": [
@@ -240,3 +248,49 @@ def test_legacy_expose_reads_as_use_and_deploy_only_without_usage(
         endpoint["expose"] = expose
     app = Application.model_validate(document(endpoints={"lead": endpoint}))
     assert app.spec.endpoints["lead"].effective_usage == effective
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("http://localhost:8000", "http://127.0.0.1:8000"),
+        ("http://LOCALHOST:8000", "http://localhost.:8000/"),
+        ("http://127.1:8000", "http://127.0.0.1:8000"),
+        ("http://2130706433:8000", "http://localhost:8000"),
+        ("http://[::ffff:127.0.0.1]:8000", "http://127.0.0.1:8000"),
+        ("http://[0:0:0:0:0:0:0:1]:8000", "http://[::1]:8000"),
+        ("http://Agent.Example:80", "http://agent.example"),
+    ],
+)
+def test_two_spellings_of_one_socket_are_one_port(first: str, second: str) -> None:
+    doc = document(
+        endpoints={
+            "lead": {"url": first, "usage": "deploy"},
+            "worker": {"url": second, "usage": "use-and-deploy"},
+        }
+    )
+    problems = check_application(parse_application(doc))
+    assert [p.path for p in problems] == ["spec.endpoints.lead.url", "spec.endpoints.worker.url"]
+    assert all("a single port cannot host multiple" in p.message for p in problems)
+
+
+def test_different_loopback_addresses_and_ports_are_different_sockets() -> None:
+    doc = document(
+        endpoints={
+            "lead": {"url": "http://127.0.0.1:8000", "usage": "deploy"},
+            "worker": {"url": "http://127.0.0.2:8000", "usage": "use-and-deploy"},
+        }
+    )
+    assert check_application(parse_application(doc)) == []
+
+
+def test_extended_skills_need_the_extended_card() -> None:
+    skills = [{"id": "audit"}]
+    off = document(endpoints={"lead": {"url": "http://h:1", "a2a": {"extended_skills": skills}}})
+    assert [str(p) for p in check_application(parse_application(off))] == [
+        "spec.endpoints.lead.a2a.extended_skills: are only served on the extended card; set "
+        "a2a.capabilities.extendedAgentCard: true, or drop them"
+    ]
+    on = copy.deepcopy(off)
+    on["spec"]["endpoints"]["lead"]["a2a"]["capabilities"] = {"extendedAgentCard": True}
+    assert check_application(parse_application(on)) == []

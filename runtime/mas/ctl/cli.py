@@ -1,7 +1,8 @@
 """The ``mas-ctl`` entry point: argument parsing, dispatch, exit codes.
 
 Exit codes: 0 success; 1 the document (or the run) failed, every problem on stderr with the
-field path first; 2 usage errors and unreadable or non-YAML files; 130 interrupted.
+field path first; 2 usage errors and unreadable or non-YAML files; 3 ``serve`` stopped by a
+signal with turns still running at ``--drain-timeout`` (they ended canceled); 130 interrupted.
 Never a traceback, unless ``MAS_DEBUG=1`` asks for one.
 """
 
@@ -31,6 +32,7 @@ COMMAND_MODULES = (
     "cancel",
     "ps",
     "conformance",
+    "plugins",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -24,6 +25,33 @@ class HostPort:
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+    def socket_key(self) -> HostPort:
+        """The one spelling of the socket this address binds: two endpoints whose keys are
+        equal cannot both listen (see :func:`canonical_host`)."""
+        return HostPort(canonical_host(self.host), self.port)
+
+
+def canonical_host(host: str) -> str:
+    """One spelling per address, without a DNS lookup: lowercase, no trailing dot,
+    ``localhost`` (and ``*.localhost``) as ``127.0.0.1``, IPv4 shorthands (``127.1``,
+    ``2130706433``, ``0x7f.1``) and IPv4-mapped IPv6 as dotted IPv4, IPv6 compressed.
+    A name that is not an address is only lowercased."""
+    name = host.strip("[]").rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        if ":" not in name:
+            try:  # inet_aton reads every legacy IPv4 spelling; it never touches the network
+                return socket.inet_ntoa(socket.inet_aton(name))
+            except OSError:
+                pass
+        return name
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(address)
 
 
 def parse_advertised_url(url: str) -> HostPort:

@@ -22,7 +22,7 @@ from mas.infra.errors import DocumentError, OverrideError
 
 INFRA_REF_KEYS = ("endpoints", "agent_comm", "defaults", "runtime")
 _SEGMENT = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_-]*)|\[([^\[\]]+)\]")
-_BIND_SCHEMES = {"a2a": "http", "a2as": "https", "http": "http", "https": "https"}
+_BIND_SCHEMES = {"a2a": "http", "a2as": "https"}
 
 
 @dataclass(frozen=True)
@@ -124,9 +124,15 @@ def bind_overrides(text: str) -> list[Override]:
     """``--bind NAME=a2a://host:port``: the ``usage: use`` row it is a shortcut for."""
     name, sep, address = text.partition("=")
     scheme, colon, rest = address.partition("://")
+    if sep and name and colon and rest and scheme in ("http", "https"):
+        raise OverrideError(
+            f"--bind {text!r}: the scheme is {scheme!r}; --bind takes NAME=a2a://host:port "
+            f"(a2as:// for https), or set the url with --override "
+            f"infra:spec.endpoints[{name}].url={address}"
+        )
     if not sep or not name or not colon or scheme not in _BIND_SCHEMES or not rest:
         raise OverrideError(
-            f"--bind {text!r}: expected NAME=a2a://host:port (schemes: a2a, a2as, http, https)"
+            f"--bind {text!r}: expected NAME=a2a://host:port (a2as://host:port for https)"
         )
     url = f"{_BIND_SCHEMES[scheme]}://{rest}"
     protocol = "a2a"

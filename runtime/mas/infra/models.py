@@ -367,6 +367,12 @@ class A2AOptions(Model):
         default=None, description="Inbound authentication (the card stays public)."
     )
     push: PushPolicy = Field(default_factory=PushPolicy)
+    extended_skills: list[Skill] = Field(
+        default_factory=list,
+        max_length=MAX_LIST,
+        description="Skills listed only on the extended card (GetExtendedAgentCard, served "
+        "with capabilities.extendedAgentCard: true), after the public card's skills.",
+    )
 
 
 class Endpoint(Model):

@@ -183,6 +183,14 @@ def _endpoint_problems(
                 "agent takes usage: use",
             )
         )
+    if endpoint.a2a.extended_skills and not endpoint.a2a.capabilities.extendedAgentCard:
+        problems.append(
+            Problem(
+                f"{where}.a2a.extended_skills",
+                "are only served on the extended card; set a2a.capabilities.extendedAgentCard: "
+                "true, or drop them",
+            )
+        )
     http: HostPort | None = None
     if endpoint.url is None:
         if not endpoint.deployed:
@@ -206,7 +214,7 @@ def _endpoint_problems(
             problems.append(Problem(f"{where}.url", str(exc)))
     problems += _grpc_problems(where, endpoint, http, cards)
     if endpoint.deployed and http is not None:
-        cards[http].append(f"{where}.url")
+        cards[http.socket_key()].append(f"{where}.url")
     return problems
 
 
@@ -241,7 +249,7 @@ def _grpc_problems(
             Problem(f"{where}.a2a.grpc_url", f"{options.grpc_url!r} is the url's own host:port")
         )
     if endpoint.deployed and grpc is not None and not problems:
-        cards[grpc].append(f"{where}.a2a.grpc")
+        cards[grpc.socket_key()].append(f"{where}.a2a.grpc")
     return problems
 
 

@@ -6,10 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mas.infra.errors import ApplicationInvalid, WiringError
+from pydantic import ValidationError
+
+from mas.infra.errors import ApplicationInvalid, Problem, WiringError
 from mas.infra.models import Application
 from mas.infra.routes import Routes, build_routes
-from mas.infra.validation import KnownPlugins, check_application, parse_application
+from mas.infra.salvage import salvage, trusted
+from mas.infra.validation import KnownPlugins, check_application
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,16 @@ def wire(
 
     Raises :class:`WiringError` when the only problems are missing delegation targets, and
     :class:`ApplicationInvalid` (with ``missing`` filled in too) when there are others.
+    Schema errors do not hide the other rules: those of the part that parses are reported
+    with them (:mod:`mas.infra.salvage`).
     """
-    app = data if isinstance(data, Application) else parse_application(data)
+    if isinstance(data, Application):
+        app = data
+    else:
+        try:
+            app = Application.model_validate(data)
+        except ValidationError as exc:
+            raise _invalid(data, exc, known, require_urls) from None
     problems = list(check_application(app, known, require_urls=require_urls))
     try:
         routes = build_routes(app)
@@ -42,3 +53,19 @@ def wire(
     if problems:
         raise ApplicationInvalid(problems)
     return Wired(app, routes)
+
+
+def _invalid(
+    data: Mapping[str, Any], error: ValidationError, known: KnownPlugins | None, require_urls: bool
+) -> ApplicationInvalid:
+    """The schema's problems of ``data`` and the other rules the part that parses breaks."""
+    salvaged = salvage(data, error)
+    problems: set[Problem] = set(salvaged.problems)
+    if salvaged.app is not None:
+        found = list(check_application(salvaged.app, known, require_urls=require_urls))
+        try:
+            build_routes(salvaged.app)
+        except WiringError as exc:
+            found += exc.problems
+        problems.update(trusted(found, salvaged.removed))
+    return ApplicationInvalid(sorted(problems))

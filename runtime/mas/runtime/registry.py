@@ -58,6 +58,32 @@ class _Entry:
     entry_point: metadata.EntryPoint | None = None
 
 
+@dataclass(frozen=True)
+class PluginInfo:
+    """One registered plugin as ``mas-ctl plugins`` lists it."""
+
+    category: str
+    name: str
+    distribution: str
+    target: str
+
+
+def _target_text(entry: _Entry) -> str:
+    return entry.target if isinstance(entry.target, str) else repr(entry.target)
+
+
+def _distribution(entry: _Entry) -> str:
+    """The installed distribution that provides the plugin, or how it was registered."""
+    if entry.entry_point is not None:
+        dist = getattr(entry.entry_point, "dist", None)
+        return getattr(dist, "name", None) or "unknown distribution"
+    if not isinstance(entry.target, str):
+        return f"({entry.origin})"
+    top = entry.target.partition(":")[0].partition(".")[0]
+    names = metadata.packages_distributions().get(top)
+    return ", ".join(sorted(set(names))) if names else f"({entry.origin}, not installed)"
+
+
 def _import_target(target: str) -> Any:
     module_name, _, attr = target.partition(":")
     module = importlib.import_module(module_name)
@@ -124,10 +150,19 @@ class Registry:
             raise PluginConfigError(f"{category} plugin {name!r}: {exc}") from exc
 
     def load_all(self) -> None:
-        """Load every plugin now (``mas-ctl plugins --check``); the first failure raises."""
+        """Load every plugin now; the first failure raises (``mas-ctl plugins --check``
+        loads each one and reports every failure instead)."""
         for category in self._entries:
             for name in self.names(category):
                 self.get(category, name)
+
+    def describe(self) -> list[PluginInfo]:
+        """Every plugin by category then name, with where it comes from; none is imported."""
+        return [
+            PluginInfo(entry.category, entry.name, _distribution(entry), _target_text(entry))
+            for category in self._entries
+            for entry in sorted(self._entries[category].values(), key=lambda e: e.name)
+        ]
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Register every entry point of ``group``; a malformed name is an error naming it."""

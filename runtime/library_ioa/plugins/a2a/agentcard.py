@@ -19,6 +19,9 @@ The rules (the spec's "AgentCard" section):
   answers, so that 0.3 clients find ``url`` and ``preferredTransport`` on the card.
 - ``securitySchemes`` / ``securityRequirements`` from the endpoint's ``a2a.auth``: one
   scheme each, any one suffices (``server/auth.py``); no credential is ever on the card.
+- The extended card (:func:`extended_card`, ``GetExtendedAgentCard``, only past
+  authentication when ``a2a.auth`` is set) is served when ``extendedAgentCard`` is on: the
+  public card plus the skills of ``a2a.extended_skills``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_CURRENT, 
 
 from library_ioa.plugins.a2a.server.auth import card_security
 from mas.infra.addresses import normalize_url, parse_advertised_url, parse_grpc_address
-from mas.infra.models import AgentManifest, Endpoint
+from mas.infra.models import AgentManifest, Endpoint, Skill
 
 DEFAULT_MODES = ("text/plain",)
 REST_PATH = "/a2a/rest"
@@ -55,19 +58,30 @@ def _skills(manifest: AgentManifest, agent_name: str, description: str) -> list[
                 tags=[GENERAL_SKILL_ID],
             )
         ]
-    skills = []
-    for skill in manifest.spec.skills:
-        name = skill.name or skill.id
-        skills.append(
-            AgentSkill(
-                id=skill.id,
-                name=name,
-                description=skill.description or f"The {name} skill of {agent_name}.",
-                tags=list(skill.tags) or [skill.id],
-                examples=list(skill.examples),
-            )
-        )
-    return skills
+    return [_skill(skill, agent_name) for skill in manifest.spec.skills]
+
+
+def _skill(skill: Skill, agent_name: str) -> AgentSkill:
+    name = skill.name or skill.id
+    return AgentSkill(
+        id=skill.id,
+        name=name,
+        description=skill.description or f"The {name} skill of {agent_name}.",
+        tags=list(skill.tags) or [skill.id],
+        examples=list(skill.examples),
+    )
+
+
+def extended_card(card: AgentCard, endpoint: Endpoint) -> AgentCard | None:
+    """The extended card of ``card`` (served by ``GetExtendedAgentCard`` to a caller past
+    authentication): the public card plus ``a2a.extended_skills``; ``None`` unless
+    ``a2a.capabilities.extendedAgentCard`` is on."""
+    if not endpoint.a2a.capabilities.extendedAgentCard:
+        return None
+    extended = AgentCard()
+    extended.CopyFrom(card)
+    extended.skills.extend(_skill(skill, card.name) for skill in endpoint.a2a.extended_skills)
+    return extended
 
 
 def grpc_target(endpoint: Endpoint, url: str) -> str | None:

@@ -12,6 +12,13 @@ own app or server, so the SDK still does all the protocol work:
 * The gRPC handler never reads the ``a2a-version`` metadata, so a 99.0 client is served; 3.6.2
   says an unsupported version gets VersionNotSupportedError (UNIMPLEMENTED, 5.4).
   :class:`GrpcVersionCheck` refuses it.
+* An ``A2A-Version`` with a component past Python's 4,300-digit ``int()`` limit made the SDK's
+  version check raise ``ValueError`` (-32603, HTTP 500, a traceback each time); 3.6.2 says an
+  unsupported version gets VersionNotSupportedError. :class:`HttpCorrections` shortens a
+  version longer than :data:`MAX_VERSION_CHARS` to a form that names its length (and is no
+  version), so the SDK answers its own VersionNotSupportedError (-32009, HTTP 400), and
+  :class:`GrpcVersionCheck` quotes at most that much of it in ``grpc-message``, which a
+  client's metadata limit (8 KiB by default) must hold.
 * The AgentCard carries an ETag only; 8.6.1 says it SHOULD carry ``Cache-Control`` with a
   ``max-age`` and MAY carry ``Last-Modified``. :class:`HttpCorrections` (``card_path``) adds them.
 
@@ -51,12 +58,38 @@ A2A_JSON = b"application/a2a+json"
 CONTENT_TYPE_NOT_SUPPORTED = -32005
 DEFAULT_CARD_MAX_AGE = 300
 SUPPORTED_VERSIONS = ("1.0",)
+MAX_VERSION_CHARS = 32  # "1.0", "0.3.1", ...: no real version comes near
+_VERSION_KEY = VERSION_HEADER.lower().encode()
 A2A_1_0_SERVICE = "lf.a2a.v1.A2AService"  # the 0.3 compatibility service is a2a.v1.A2AService
 
 
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
+
+
+def shown_version(version: str) -> str:
+    """``version`` as quoted back to a client: a long one is cut and its length named."""
+    if len(version) <= MAX_VERSION_CHARS:
+        return version
+    return f"{version[:MAX_VERSION_CHARS]}...({len(version)} characters)"
+
+
+def _bounded_version(scope: Scope) -> Scope:
+    """``scope`` with every over-long ``A2A-Version`` value replaced by :func:`shown_version`."""
+    headers = scope.get("headers", ())
+    if not any(
+        len(value) > MAX_VERSION_CHARS and bytes(key).lower() == _VERSION_KEY
+        for key, value in headers
+    ):
+        return scope
+    bounded = [
+        (key, shown_version(bytes(value).decode("latin-1")).encode("latin-1"))
+        if bytes(key).lower() == _VERSION_KEY
+        else (key, value)
+        for key, value in headers
+    ]
+    return {**scope, "headers": bounded}
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -103,6 +136,7 @@ class HttpCorrections:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        scope = _bounded_version(scope)
         path: str = scope.get("path", "")
         if self.card_path is not None and path == self.card_path:
             await self.app(scope, receive, self._add_card_headers(send))
@@ -218,7 +252,8 @@ class GrpcVersionCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
     def _refusal(self, handler: Any, version: str) -> Any:
         error = VersionNotSupportedError(
-            f"A2A-Version {version!r} is not supported; supported: {', '.join(self.supported)}"
+            f"A2A-Version {shown_version(version)!r} is not supported; supported: "
+            f"{', '.join(self.supported)}"
         )
         status = status_pb2.Status(
             code=grpc.StatusCode.UNIMPLEMENTED.value[0], message=error.message

@@ -55,7 +55,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from library_ioa.plugins.a2a.agentcard import REST_PATH, agent_card_from_manifest, grpc_target
+from library_ioa.plugins.a2a.agentcard import (
+    REST_PATH,
+    agent_card_from_manifest,
+    extended_card,
+    grpc_target,
+)
 from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
 from library_ioa.plugins.a2a.server.auth import (
     Authenticator,
@@ -70,6 +75,7 @@ from library_ioa.plugins.a2a.server.executor import (
 )
 from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
 from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
+from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck
 from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
@@ -155,6 +161,7 @@ class A2AExposure:
             push_config_store=push_store,
             push_sender=push_sender,
             request_context_builder=self.executor.request_context_builder(),
+            extended_agent_card=extended_card(self.card, endpoint),
             push_url_validator=push_url_validator,
             event_stream=self.stores.event_stream,
             agent_id=agent_id,
@@ -183,7 +190,9 @@ class A2AExposure:
         self.app.router.redirect_slashes = False  # /metrics must not redirect into /{tenant}/
         # Where the SDK's wire behaviour departs from the protocol, corrections.py mends it
         # (REST content type, JSON-RPC content-type error, card caching headers).
-        limited = RequestLimits(self.app, max_body_bytes=endpoint.a2a.max_body_bytes)
+        limited = RequestLimits(
+            self.app, max_body_bytes=endpoint.a2a.max_body_bytes, compat_0_3=compat_0_3
+        )
         corrected: Any = HttpCorrections(limited, rpc_path="/", rest_prefix=REST_PATH)
         if authenticator is not None:  # outermost: no body is read before authentication
             corrected = HttpAuth(corrected, authenticator)
@@ -203,7 +212,7 @@ class A2AExposure:
                     )
                 )
             grpc_port = parse_grpc_address(self._grpc_address).port
-            interceptors: list[Any] = [GrpcVersionCheck()]
+            interceptors: list[Any] = [GrpcVersionCheck(), GrpcDecodeCheck()]
             if authenticator is not None:
                 interceptors.insert(0, GrpcAuth(authenticator))
             self._grpc = GrpcListener(

@@ -17,7 +17,9 @@
 - Push-notification URLs follow the endpoint's ``a2a.push`` policy (``docs/security.md``);
   ``--public-push-urls-only`` overrides it with the SDK's strict public-only validator.
 - Prints one line when ready. SIGTERM or SIGINT: stop accepting, drain the in-flight turns
-  for at most ``--drain-timeout`` seconds, exit 0.
+  for at most ``--drain-timeout`` seconds, exit 0. A turn still running at the deadline ends
+  ``canceled`` (its stream gets that final event and a clean end, no traceback) and the
+  exit code is ``EXIT_DRAIN_CUT_SHORT`` (3): the drain was cut short.
 
 Errors (unknown agent, not deployed, port in use, bad document) are one line on stderr and
 a non-zero exit code, never a traceback.
@@ -57,6 +59,7 @@ from mas.runtime.metrics import REGISTRY
 logger = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_DRAIN_CUT_SHORT = 3  # SIGTERM: turns or streams were still open at --drain-timeout
 
 
 class ServeError(Exception):
@@ -232,14 +235,17 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
             "%s received: draining for at most %ss", signal.Signals(signum).name, args.drain_timeout
         )
         listeners.stop_accepting()
-        drained = await host.drain(args.drain_timeout)
-        if not drained:
-            print(
-                f"warning: turns still running after --drain-timeout {args.drain_timeout:g}s "
-                "were canceled",
-                file=sys.stderr,
-            )
-        return EXIT_OK
+        if await host.drain(args.drain_timeout):
+            return EXIT_OK
+        # Cut short: each running turn ends canceled while the listeners are still up, so
+        # its stream gets that final event and a clean end before they close.
+        await host.cancel_turns()
+        print(
+            f"warning: turns still running after --drain-timeout {args.drain_timeout:g}s "
+            f"were canceled (exit {EXIT_DRAIN_CUT_SHORT})",
+            file=sys.stderr,
+        )
+        return EXIT_DRAIN_CUT_SHORT
     finally:
         if control is not None:
             await control.aclose()

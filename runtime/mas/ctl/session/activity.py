@@ -27,7 +27,12 @@ from typing import Any
 
 from mas.runtime.agent import Agent
 from mas.runtime.boundary.control import ControlContract, SteerMode, SteerReceipt
-from mas.runtime.boundary.delegation import DelegationContract, ToolResult, ToolSpec
+from mas.runtime.boundary.delegation import (
+    DelegationContract,
+    ToolResult,
+    ToolSpec,
+    delegation_message,
+)
 from mas.runtime.turns import TurnEnded, TurnRunner
 
 logger = logging.getLogger(__name__)
@@ -153,8 +158,8 @@ class ObservedDelegation(DelegationContract):
     ) -> ToolResult:
         """Report the start, run the wrapped call, report its end."""
         target = self.inner.target_of(tool_name) or tool_name
-        message = arguments.get("message", "") if isinstance(arguments, Mapping) else ""
-        self.hub.emit(DelegationStarted(self.source, target, session_id, str(message)))
+        message = delegation_message(arguments)
+        self.hub.emit(DelegationStarted(self.source, target, session_id, message))
         result = await self.inner.call(
             tool_name,
             arguments,

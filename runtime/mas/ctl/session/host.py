@@ -182,6 +182,12 @@ class RuntimeHost:
         results = await asyncio.gather(*(h.mailbox.drain(timeout) for h in self._hosted.values()))
         return all(results)
 
+    async def cancel_turns(self) -> None:
+        """End every queued or running turn ``canceled`` now (the drain ran out); the
+        listeners stay up, so each turn's caller still gets that end."""
+        for hosted in self._hosted.values():
+            await hosted.mailbox.aclose()
+
     async def aclose(self) -> None:
         """Close the mailboxes, then the routes, then the models."""
         for hosted in self._hosted.values():

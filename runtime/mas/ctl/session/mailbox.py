@@ -55,6 +55,8 @@ class TurnTicket:
         self._state: TicketState = "queued"
         self._detached = False
         self._consumed = False
+        self._deltas = 0
+        self.discarded = 0  # how many of the first TextDeltas a replace steer withdrew
 
     @property
     def result(self) -> asyncio.Future[TurnEnded]:
@@ -98,8 +100,14 @@ class TurnTicket:
             self._detached = True
 
     def _push(self, event: TurnEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._deltas += 1
         if not self._detached:
             self._queue.put_nowait(event)
+
+    def _discard_streamed(self) -> None:
+        """A replace steer: every text delta pushed so far is withdrawn from the answer."""
+        self.discarded = self._deltas
 
     def _finish(self, ended: TurnEnded) -> None:
         self._state = "done"
@@ -359,6 +367,7 @@ class SessionTurnMailbox(ControlContract):
                     kept += "".join(generation.text)
                 else:
                     kept = ""
+                    ticket._discard_streamed()
                 metadata = {**ticket.turn.metadata, STEER_METADATA_KEY: interrupt.kind}
                 turn = TurnInput(
                     session.session_id, interrupt.turn_id, interrupt.text, metadata=metadata

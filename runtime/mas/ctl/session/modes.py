@@ -173,8 +173,8 @@ class SessionProcess:
         """Stop accepting, optionally drain, then close control, listeners and agents."""
         if self.listeners is not None:
             self.listeners.stop_accepting()
-        if drain and self._host is not None:
-            await self._host.drain(self.drain_timeout)
+        if drain and self._host is not None and not await self._host.drain(self.drain_timeout):
+            await self._host.cancel_turns()  # their callers get the canceled end, then close
         if self.control is not None:
             await self.control.aclose()
             self.control = None

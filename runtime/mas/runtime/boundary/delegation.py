@@ -230,6 +230,18 @@ class DelegationContract:
             await comm.aclose()
 
 
+def delegation_message(arguments: Mapping[str, Any] | str | None) -> str:
+    """The ``message`` argument of a delegate tool call, as a mapping or as the JSON text a
+    model sends (the openai model passes the text); ``""`` when there is none to read."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else None
+        except json.JSONDecodeError:
+            return ""
+    message = arguments.get("message") if isinstance(arguments, Mapping) else None
+    return message if isinstance(message, str) else ""
+
+
 def _parse_arguments(
     arguments: Mapping[str, Any] | str | None,
 ) -> tuple[str, Mapping[str, Any] | None] | str:

@@ -11,7 +11,7 @@ runs the turn on the mailbox itself and waits up to the executor's ``message_gra
 
 - the turn ends ``completed`` with text only: the answer is the same one ``Message`` the
   executor would publish (a new ``messageId``, the request's ``contextId`` or a generated
-  one, the generated ``taskId``, one text part); as with the SDK, no task is stored;
+  one, one text part, no ``taskId``); as with the SDK, no task is stored;
 - anything else (the grace runs out, an artifact, a delegation, another end, a full
   mailbox): the request goes to the SDK's handler with the ticket already taken, so the
   executor publishes the turn's events exactly as it would have (the task, its updates,
@@ -48,8 +48,6 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.types import (
     CancelTaskRequest,
     Message,
-    Part,
-    Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
@@ -76,7 +74,7 @@ from library_ioa.plugins.a2a.server.executor import (
 from library_ioa.plugins.a2a.server.fast_stream import Event, Listener, StreamRun, events_of
 from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
-from library_ioa.plugins.a2a.server.publisher import TurnTicketLike
+from library_ioa.plugins.a2a.server.publisher import TurnTicketLike, quick_answer
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import TextDelta, TurnEnded, TurnEvent, TurnInput
 
@@ -105,6 +103,11 @@ class _Replay:
     @property
     def turn(self) -> TurnInput:
         return self.inner.turn
+
+    @property
+    def discarded(self) -> int:
+        """The inner ticket's text deltas withdrawn by a replace steer."""
+        return int(getattr(self.inner, "discarded", 0))
 
     def events(self) -> AsyncIterator[TurnEvent]:
         return self._iterate()
@@ -223,13 +226,7 @@ class FastSendHandler(CountingRequestHandler):
         end = replay.seen[-1] if replay.seen else None
         if not isinstance(end, TurnEnded) or end.status != "completed":
             return replay
-        return Message(
-            role=Role.ROLE_AGENT,
-            message_id=str(uuid.uuid4()),
-            context_id=context_id,
-            task_id=task_id,
-            parts=[Part(text=end.text)],
-        )
+        return quick_answer(context_id, end.text)
 
     # -- streaming: a new task's streamed turn on a StreamRun (fast_stream.py) ------------
 

@@ -10,12 +10,14 @@ with a body it
   -32700 (ParseError), nesting deeper than ``max_depth`` and a broken envelope (not an
   object, ``jsonrpc`` not ``"2.0"``, an ``id`` that is not a string, an integer or null, a
   ``method`` that is not a string) with -32600 (InvalidRequest), and ``params`` that are
-  not an object with -32602 (InvalidParams), each as a JSON-RPC error body with HTTP 200
+  not an object, or the params of a 0.3 method its model refuses (:mod:`.compat_params`),
+  with -32602 (InvalidParams), each as a JSON-RPC error body with HTTP 200
   (HTTP 413 for an oversize body);
 - under ``rest_prefix`` (HTTP+JSON): answers a non-JSON Content-Type with 415
-  (ContentTypeNotSupportedError), invalid UTF-8, malformed JSON and too deep nesting with
-  400 (InvalidRequestError), in the SDK's REST error shape (``{"error": {code, status,
-  message, details}}``).
+  (ContentTypeNotSupportedError), before reading when a ``Content-Length`` announces a body,
+  else (a chunked body) once the body is read, within the size limit; invalid UTF-8,
+  malformed JSON and too deep nesting with 400 (InvalidRequestError), in the SDK's REST
+  error shape (``{"error": {code, status, message, details}}``).
 
 Credential headers (``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``X-API-Key``)
 reach the SDK as ``[redacted]``: it logs every request's headers at DEBUG.
@@ -42,6 +44,7 @@ from a2a.utils.errors import A2AError, ContentTypeNotSupportedError, InvalidRequ
 
 from library_ioa.plugins.a2a.corrections import ASGIApp, Message, Receive, Scope, Send
 from library_ioa.plugins.a2a.server.auth import redact_credentials
+from library_ioa.plugins.a2a.server.compat_params import v03_params_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +161,18 @@ def quiet_sdk_parse_errors() -> None:
         sdk.addFilter(_QUIET)
 
 
+def _media_refusal(headers: dict[bytes, bytes]) -> BadBody | None:
+    """The 415 of an HTTP+JSON request whose Content-Type is not JSON, else ``None``."""
+    content_type = headers.get(b"content-type", b"").decode("latin-1")
+    if is_json_media(content_type):
+        return None
+    return BadBody(
+        INVALID_REQUEST,
+        f"Content-Type {content_type or '(none)'!r} is not supported; send application/json",
+        415,
+    )
+
+
 class RequestLimits:
     """ASGI middleware enforcing the limits above on ``rpc_path`` and ``rest_prefix``."""
 
@@ -169,6 +184,7 @@ class RequestLimits:
         max_depth: int = DEFAULT_MAX_DEPTH,
         rpc_path: str = "/",
         rest_prefix: str = "/a2a/rest",
+        compat_0_3: bool = True,
     ) -> None:
         if max_body_bytes < 1 or max_depth < 1:
             raise ValueError(
@@ -179,6 +195,7 @@ class RequestLimits:
         self.max_depth = max_depth
         self.rpc_path = rpc_path
         self.rest_prefix = rest_prefix.rstrip("/")
+        self.compat_0_3 = compat_0_3  # the 0.3 methods are served: their params are checked
         quiet_sdk_parse_errors()
 
     def _kind(self, scope: Scope) -> str:
@@ -199,27 +216,22 @@ class RequestLimits:
             return
         kind = self._kind(scope)
         headers = {bytes(k).lower(): bytes(v) for k, v in scope.get("headers", ())}
-        if kind == "rest" and headers.get(b"content-length", b"0") != b"0":
-            content_type = headers.get(b"content-type", b"").decode("latin-1")
-            if not is_json_media(content_type):
-                await self._refuse(
-                    kind,
-                    send,
-                    BadBody(
-                        INVALID_REQUEST,
-                        f"Content-Type {content_type or '(none)'!r} is not supported; "
-                        "send application/json",
-                        415,
-                    ),
-                    None,
-                )
-                return
+        refusal = _media_refusal(headers) if kind == "rest" else None
+        if refusal is not None and headers.get(b"content-length", b"0") != b"0":
+            await self._refuse(kind, send, refusal, None)  # refused before reading the body
+            return
         value: Any = None
         try:
             body = await self._read(headers, receive)
+            if refusal is not None and body:  # a body without a Content-Length (chunked)
+                raise refusal
             if kind == "rpc":
                 value = parse_json(body, self.max_depth)
                 check_envelope(value)
+                if self.compat_0_3 and isinstance(value, dict):
+                    why = v03_params_refusal(value)
+                    if why is not None:
+                        raise BadBody(INVALID_PARAMS, why)
             elif kind == "rest" and body:
                 value = parse_json(body, self.max_depth)
         except BadBody as refusal:

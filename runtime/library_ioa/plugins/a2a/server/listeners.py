@@ -116,9 +116,12 @@ class HttpListener:
             await asyncio.sleep(0.01)
 
     def stop_accepting(self) -> None:
-        """Begin the graceful shutdown: no new connections, in-flight requests finish."""
+        """No new connections; in-flight requests go on. uvicorn's graceful shutdown (and its
+        clock) starts only at :meth:`aclose`, so a drain that ends the open streams first
+        never races it into cancelling them."""
         if self._server is not None:
-            self._server.should_exit = True
+            for server in getattr(self._server, "servers", ()):
+                server.close()
 
     async def aclose(self) -> None:
         """Stop and wait (bounded by the graceful timeout, then forced)."""

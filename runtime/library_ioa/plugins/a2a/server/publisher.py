@@ -29,8 +29,27 @@ from mas.runtime.turns import (
 RESPONSE_ARTIFACT = "response"
 
 
+def quick_answer(context_id: str, text: str) -> Message:
+    """The ``Message`` that answers a new task's quick text-only turn.
+
+    It carries no ``taskId``: no task is stored for it (as with the SDK, a ``Message``
+    answer is not a task), so an id would name a task that ``GetTask`` cannot find and a
+    follow-up could not continue. The conversation goes on by ``contextId``.
+    """
+    return Message(
+        role=Role.ROLE_AGENT,
+        message_id=str(uuid.uuid4()),
+        context_id=context_id,
+        parts=[Part(text=text)],
+    )
+
+
 class TurnTicketLike(Protocol):
-    """What the executor needs of a :class:`mas.ctl.session.mailbox.TurnTicket`."""
+    """What the executor needs of a :class:`mas.ctl.session.mailbox.TurnTicket`.
+
+    A ticket may also have ``discarded``: how many of its first text deltas a ``replace``
+    steer withdrew (read when the turn ends; none when it is absent).
+    """
 
     @property
     def turn(self) -> TurnInput: ...
@@ -74,6 +93,8 @@ class TurnPublisher:
         self._updater = TaskUpdater(queue, task_id, context_id)
         self._stream_id = f"{RESPONSE_ARTIFACT}-{uuid.uuid4().hex[:12]}"
         self._streamed = False
+        self._chunks: list[str] = []  # the text of the response artifact's chunks, in order
+        self._ticket: TurnTicketLike | None = None
         self.return_immediately = False
         self.streaming = True
 
@@ -112,6 +133,7 @@ class TurnPublisher:
 
     async def follow(self, ticket: TurnTicketLike) -> None:
         """Wait for the turn and publish its events until it ends."""
+        self._ticket = ticket
         events = ticket.events().__aiter__()
         first = await self._opening(events)
         if first is None or self._executor.canceled(self._task_id):
@@ -173,15 +195,7 @@ class TurnPublisher:
             self._executor.closing(self._task_id)
             await self._updater.complete(self._reply(end.text))
             return
-        await self._queue.enqueue_event(
-            Message(
-                role=Role.ROLE_AGENT,
-                message_id=str(uuid.uuid4()),
-                context_id=self._context_id,
-                task_id=self._task_id,
-                parts=[Part(text=end.text)],
-            )
-        )
+        await self._queue.enqueue_event(quick_answer(self._context_id, end.text))
 
     async def _publish(self, event: TurnEvent) -> None:
         if isinstance(event, TextDelta):
@@ -193,6 +207,7 @@ class TurnPublisher:
                 last_chunk=False,
             )
             self._streamed = True
+            self._chunks.append(event.text)
         elif isinstance(event, ArtifactEmitted):
             await self._updater.add_artifact(
                 artifact_parts(event),
@@ -217,11 +232,14 @@ class TurnPublisher:
 
     async def _end(self, end: TurnEnded) -> None:
         if self._streamed:
+            # A replace steer withdrew the first chunks: the last chunk replaces the artifact
+            # (append false) with what is left, so it holds the answer, never the prefix.
+            discarded = getattr(self._ticket, "discarded", 0)
             await self._updater.add_artifact(
-                [Part(text="")],
+                [Part(text="".join(self._chunks[discarded:]) if discarded else "")],
                 artifact_id=self._stream_id,
                 name=RESPONSE_ARTIFACT,
-                append=True,
+                append=not discarded,
                 last_chunk=True,
             )
         if end.status == "completed":
