@@ -56,8 +56,8 @@ class HttpLimits:
 
     max_header_bytes: int = 32 * 1024
     max_headers: int = 100
-    head_timeout: float = 10.0
-    keep_alive: float = 15.0
+    head_timeout: float = 20.0
+    keep_alive: float = 30.0
     max_connections: int = 512
 
     def __post_init__(self) -> None:
