@@ -73,6 +73,7 @@ from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_rout
 from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
+from library_ioa.plugins.a2a.server.principals import GrpcPrincipals
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy
 from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
@@ -197,13 +198,17 @@ class A2AExposure:
         )
         self._grpc: GrpcListener | None = None
         if self._grpc_address is not None:
+            principals = GrpcPrincipals(authenticator) if authenticator is not None else None
             servicers: list[tuple[Any, Any]] = [
-                (GrpcHandler(self.handler), a2a_pb2_grpc.add_A2AServiceServicer_to_server)
+                (
+                    GrpcHandler(self.handler, principals),
+                    a2a_pb2_grpc.add_A2AServiceServicer_to_server,
+                )
             ]
             if compat_0_3:
                 servicers.append(
                     (
-                        CompatGrpcHandler(self.handler),
+                        CompatGrpcHandler(self.handler, principals),
                         a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server,
                     )
                 )
