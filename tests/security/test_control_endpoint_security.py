@@ -124,3 +124,29 @@ async def test_it_listens_on_loopback_only(
                     await asyncio.open_connection(other, port)
         token = server.token
     assert token not in caplog.text  # the token lives in the 0600 file only
+
+
+async def test_a_connection_that_sends_no_line_is_closed(control_dir: Path) -> None:
+    async with ControlServer({"agent": Recorder()}, idle_timeout=0.3) as server:
+        host, _, port = server.address.removeprefix("tcp://").rpartition(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b'{"op": "ping", "tok')  # half a line, then silence
+        async with asyncio.timeout(STEP):
+            assert await reader.read(-1) == b""  # the server hung up
+        writer.close()
+
+
+async def test_connections_past_the_limit_are_refused(control_dir: Path) -> None:
+    async with ControlServer({"agent": Recorder()}, max_connections=2) as server:
+        host, _, port = server.address.removeprefix("tcp://").rpartition(":")
+        held = []
+        for _ in range(2):  # two open connections, each known to the server (it answered)
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(json.dumps({"op": "ping", "token": server.token}).encode() + b"\n")
+            async with asyncio.timeout(STEP):
+                assert json.loads(await reader.readline())["ok"] is True
+            held.append(writer)
+        [refused] = await exchange(server.address, b'{"op": "ping"}\n')
+        assert json.loads(refused) == {"ok": False, "error": "more than 2 connections"}
+        for writer in held:
+            writer.close()

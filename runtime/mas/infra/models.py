@@ -202,6 +202,9 @@ class A2ACapabilities(Model):
     extendedAgentCard: bool = Field(default=False, description="An authenticated extended card.")
 
 
+DEFAULT_MEMORY_MAX_TASKS = 10_000
+DEFAULT_MEMORY_MAX_BYTES = 256 * 1024 * 1024
+DEFAULT_MEMORY_TTL_SECONDS = 3600.0
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 EnvName = Annotated[
     str,
@@ -292,6 +295,12 @@ class TaskStoreOptions(Model):
                     "message": "url, url_secret_key_ref and push_config_key_secret_key_ref "
                     "need type sql",
                 },
+                {
+                    "rule": "!has(self.type) || self.type != 'sql'"
+                    " || (!has(self.max_tasks) && !has(self.max_bytes) && !has(self.ttl_seconds))",
+                    "message": "max_tasks, max_bytes and ttl_seconds bound the memory store; "
+                    "they need type memory",
+                },
             ]
         }
     )
@@ -317,6 +326,28 @@ class TaskStoreOptions(Model):
         "configurations (URLs, tokens) are encrypted at rest with it.",
     )
 
+    max_tasks: int = Field(
+        default=DEFAULT_MEMORY_MAX_TASKS,
+        ge=1,
+        le=10_000_000,
+        description="memory only: most tasks kept; past it the oldest ended tasks are evicted "
+        "(a task still running is never evicted).",
+    )
+    max_bytes: int = Field(
+        default=DEFAULT_MEMORY_MAX_BYTES,
+        ge=1024 * 1024,
+        le=64 * 1024 * 1024 * 1024,
+        description="memory only: most bytes of tasks kept (their serialized size); past it the "
+        "oldest ended tasks are evicted.",
+    )
+    ttl_seconds: float = Field(
+        default=DEFAULT_MEMORY_TTL_SECONDS,
+        gt=0,
+        le=30 * 24 * 3600,
+        description="memory only: an ended task (or one waiting for input) untouched this long "
+        "is evicted.",
+    )
+
     @field_validator("url")
     @classmethod
     def _known_scheme(cls, url: str | None) -> str | None:
@@ -333,6 +364,14 @@ class TaskStoreOptions(Model):
         ]
         if self.type == "memory" and given:
             raise ValueError(f"type 'memory' takes no {', '.join(given)}; accepted: type sql")
+        bounds = [
+            n for n in ("max_tasks", "max_bytes", "ttl_seconds") if n in self.model_fields_set
+        ]
+        if self.type == "sql" and bounds:
+            raise ValueError(
+                f"type 'sql' takes no {', '.join(bounds)} (they bound the memory store); "
+                "accepted: type memory"
+            )
         if self.type == "sql" and (self.url is None) == (self.url_secret_key_ref is None):
             raise ValueError("type 'sql' needs exactly one of url or url_secret_key_ref")
         return self

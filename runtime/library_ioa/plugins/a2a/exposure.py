@@ -12,7 +12,8 @@ prefix) it serves
 
 all built from the a2a-sdk's route factories, ``DefaultRequestHandler``, the task and
 push-config stores of ``a2a.task_store`` (:mod:`library_ioa.plugins.a2a.server.stores`:
-in memory by default, or the SDK's database stores) and ``BasePushNotificationSender``;
+in memory by default, or the SDK's database stores) and a push sender that delivers off the
+event path (``server/push_delivery.py``);
 with ``fast_send`` (the default) a quick blocking send and a streaming send of a new task
 skip the SDK's per-task machinery (``server/fast_handler.py``, ``server/fast_stream.py``,
 ``server/fast_jsonrpc.py``, the same answers). Protocol 1.0 is served, and the 0.3 method
@@ -47,7 +48,6 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
 from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
 from a2a.server.request_handlers import GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import BasePushNotificationSender
 from a2a.types import AgentCard, a2a_pb2_grpc
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from starlette.applications import Starlette
@@ -79,7 +79,9 @@ from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck
 from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
+from library_ioa.plugins.a2a.server.principals import GrpcPrincipals
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy
+from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint
@@ -141,15 +143,19 @@ class A2AExposure:
             push_url_validator = PushUrlPolicy.from_options(endpoint.a2a.push)
         auth = endpoint.a2a.auth
         authenticator = Authenticator(resolve_credentials(agent_id, auth)) if auth else None
-        push_sender = None
+        push_sender: QueuedPushSender | None = None
         push = endpoint.a2a.capabilities.pushNotifications
         self.stores = task_stores or build_task_stores(agent_id, endpoint.a2a.task_store, push=push)
         push_store = self.stores.push_config_store
         if push and push_store is not None:
             self._push_client = httpx.AsyncClient(timeout=10.0)
-            push_sender = BasePushNotificationSender(
-                self._push_client, push_store, push_url_validator=push_url_validator
+            push_sender = QueuedPushSender(  # off the event path (server/push_delivery.py)
+                self._push_client,
+                push_store,
+                push_url_validator=push_url_validator,
+                agent_id=agent_id,
             )
+        self._push_sender = push_sender
         self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
         # A blocking send of a new task skips the SDK's per-task machinery when the turn
         # answers at once, a streaming one always (server/fast_handler.py, fast_stream.py);
@@ -201,13 +207,17 @@ class A2AExposure:
         )
         self._grpc: GrpcListener | None = None
         if self._grpc_address is not None:
+            principals = GrpcPrincipals(authenticator) if authenticator is not None else None
             servicers: list[tuple[Any, Any]] = [
-                (GrpcHandler(self.handler), a2a_pb2_grpc.add_A2AServiceServicer_to_server)
+                (
+                    GrpcHandler(self.handler, principals),
+                    a2a_pb2_grpc.add_A2AServiceServicer_to_server,
+                )
             ]
             if compat_0_3:
                 servicers.append(
                     (
-                        CompatGrpcHandler(self.handler),
+                        CompatGrpcHandler(self.handler, principals),
                         a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server,
                     )
                 )
@@ -285,6 +295,8 @@ class A2AExposure:
         if self._grpc is not None:
             await self._grpc.aclose()
         await self.handler.aclose()
+        if self._push_sender is not None:
+            await self._push_sender.aclose()
         if self._push_client is not None:
             await self._push_client.aclose()
         await self.stores.aclose()

@@ -16,7 +16,10 @@ Wire protocol: one JSON object per line each way. A request carries ``token`` an
 - ``{"op": "cancel", "agent", "session"}`` -> ``{"ok": true, "canceled": bool}``.
 
 A bad request gets ``{"ok": false, "error": "..."}`` naming the field, the value and what
-is accepted; a bad token closes the connection after the error. The server never crashes
+is accepted; a bad token closes the connection after the error. A request line is at most
+``MAX_LINE`` bytes; a connection that sends no complete line for ``idle_timeout`` seconds
+(default 30) is closed, and past ``max_connections`` open ones (default 32) a new one gets
+an error and is closed. The server never crashes
 on input. :class:`ControlClient` speaks the protocol; :func:`list_endpoints` reads the
 directory and deletes the files of processes that are gone.
 """
@@ -41,6 +44,8 @@ from mas.runtime.errors import ControlError
 logger = logging.getLogger(__name__)
 
 MAX_LINE = 64 * 1024
+IDLE_TIMEOUT = 30.0
+MAX_CONNECTIONS = 32
 DEFAULT_FOLLOW_TIMEOUT = 300.0
 
 
@@ -117,6 +122,8 @@ class ControlServer:
         *,
         directory: Path | None = None,
         unix_socket: Path | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         if not mailboxes:
             raise ControlError("a control server needs at least one agent")
@@ -127,6 +134,8 @@ class ControlServer:
         self._server: asyncio.Server | None = None
         self._files: list[Path] = []
         self._connections: set[asyncio.Task[Any]] = set()
+        self._idle_timeout = idle_timeout
+        self._max_connections = max_connections
         self.address = ""
 
     @property
@@ -187,10 +196,17 @@ class ControlServer:
         if task is not None:
             self._connections.add(task)
         try:
+            if len(self._connections) > self._max_connections:
+                await _send(
+                    writer,
+                    {"ok": False, "error": f"more than {self._max_connections} connections"},
+                )
+                return
             while True:
                 try:
-                    line = await reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError:
+                    async with asyncio.timeout(self._idle_timeout):
+                        line = await reader.readuntil(b"\n")
+                except (asyncio.IncompleteReadError, TimeoutError):
                     return
                 except asyncio.LimitOverrunError:
                     await _send(

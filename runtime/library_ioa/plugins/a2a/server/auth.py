@@ -19,6 +19,9 @@ the time taken says nothing about which one nearly matched.
 - The card declares the schemes (:func:`card_security`): one ``securitySchemes`` entry per
   scheme and one ``securityRequirements`` alternative per scheme (any one suffices).
 
+The scheme that matched is the request's principal, and a task belongs to the principal
+that created it (:mod:`library_ioa.plugins.a2a.server.principals`).
+
 No credential, expected or presented, is ever logged; past the check, the credential
 headers are replaced by ``[redacted]`` (:func:`redact_credentials`) because the SDK logs a
 request's headers at DEBUG.
@@ -45,6 +48,7 @@ from a2a.types import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
 from library_ioa.plugins.a2a.corrections import ASGIApp, Receive, Scope, Send
+from library_ioa.plugins.a2a.server.principals import Principal
 from mas.infra.models import A2AAuth, AuthScheme
 from mas.infra.secrets import secret_env_name
 
@@ -178,7 +182,11 @@ class Authenticator:
 
     def accepts(self, presented: Mapping[str, bytes]) -> bool:
         """Whether any credential matches (``presented``: lowercase header -> raw value)."""
-        matched = False
+        return self.principal(presented) is not None
+
+    def principal(self, presented: Mapping[str, bytes]) -> str | None:
+        """The scheme id of the first credential that matches, or None (all are compared)."""
+        matched: str | None = None
         for credential in self.credentials:
             value = presented.get(credential.header, b"")
             if credential.prefix:
@@ -188,7 +196,8 @@ class Authenticator:
                 )
             else:
                 ok = hmac.compare_digest(value.strip(), credential.secret)
-            matched |= ok
+            if ok and matched is None:
+                matched = credential.scheme_id
         return matched
 
 
@@ -220,8 +229,10 @@ class HttpAuth:
             name = wanted.get(bytes(key).lower())
             if name is not None:
                 presented[name] = bytes(value)
-        if self.authenticator.accepts(presented):
-            await self.app(redact_credentials(scope, self.redact), receive, send)
+        principal = self.authenticator.principal(presented)
+        if principal is not None:  # the ASGI user: the SDK's stores scope tasks by it
+            scope = {**redact_credentials(scope, self.redact), "user": Principal(principal)}
+            await self.app(scope, receive, send)
             return
         await self._refuse(scope, receive, send, missing=not presented)
 

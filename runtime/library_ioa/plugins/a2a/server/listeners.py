@@ -3,7 +3,10 @@
 :class:`HttpListener` binds its socket itself, so a port in use is a clear
 :class:`ListenError` (uvicorn would log and ``sys.exit``), port 0 works, and the bound port
 is known before the first request. It never installs signal handlers: the process that
-hosts it (``mas-ctl serve``, a test) owns signals.
+hosts it (``mas-ctl serve``, a test) owns signals. Every HTTP listener (A2A with its
+probes, metrics, a test's receiver) enforces its ``HttpLimits`` (``server/http_guard.py``):
+request-head size and count (431), head time (408), keep-alive idle time and open
+connections (503).
 """
 
 from __future__ import annotations
@@ -18,6 +21,12 @@ from typing import Any
 import grpc
 import uvicorn
 from starlette.types import ASGIApp
+
+from library_ioa.plugins.a2a.server.http_guard import (
+    DEFAULT_HTTP_LIMITS,
+    HttpLimits,
+    uvicorn_options,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +82,16 @@ class HttpListener:
     """One ASGI app served by uvicorn on one socket."""
 
     def __init__(
-        self, app: ASGIApp, host: str, port: int, *, graceful_timeout: float = 10.0
+        self,
+        app: ASGIApp,
+        host: str,
+        port: int,
+        *,
+        graceful_timeout: float = 10.0,
+        limits: HttpLimits = DEFAULT_HTTP_LIMITS,
     ) -> None:
         self.host = host
+        self.limits = limits
         self.requested_port = port
         self._app = app
         self._graceful = graceful_timeout
@@ -99,7 +115,7 @@ class HttpListener:
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=max(1, round(self._graceful)),
-            timeout_keep_alive=30,
+            **uvicorn_options(self.limits),
         )
         self._server = _QuietServer(config)
         self._task = asyncio.create_task(

@@ -10,10 +10,13 @@ private address later is refused then too). A URL is accepted when
   ``allow_private`` is on, or the host resolves and **every** address it resolves to is
   a public unicast address: no loopback, private (RFC 1918, fc00::/7), shared
   (100.64.0.0/10), link-local (169.254.0.0/16 with the 169.254.169.254 metadata address,
-  fe80::/10), multicast, reserved or unspecified address, and an IPv4-mapped IPv6 address
-  is judged as the IPv4 address inside it (so fd00:ec2::254, the IPv6 metadata address,
-  is refused as private). A name that does not resolve (within ``resolve_timeout``) is
-  refused: fail closed. One exception: the conformance probe's own webhook host
+  fe80::/10), multicast, reserved or unspecified address. An IPv6 form that carries an IPv4
+  address is judged by the IPv4 address inside it: IPv4-mapped (``::ffff:0:0/96``), 6to4
+  (``2002::/16``), NAT64 (``64:ff9b::/96``) and Teredo (``2001::/32``, both its server
+  and its client address must be public); so ``[2002:7f00:1::]`` is loopback.
+  fd00:ec2::254, the IPv6 metadata address, is refused as private. A name that does not
+  resolve (within ``resolve_timeout``) is refused: fail closed. One exception: the
+  conformance probe's own webhook host
   (:data:`mas.infra.conformance.PROBE_PUSH_HOST`, under the reserved ``.invalid`` domain) is
   accepted while it does not resolve, so ``mas-ctl conformance`` can check push configs
   without DNS; nothing can be delivered to a name that does not resolve, and when it does
@@ -44,11 +47,35 @@ logger = logging.getLogger(__name__)
 DEFAULT_RESOLVE_TIMEOUT = 5.0
 
 
+NAT64_PREFIX = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 form carries: IPv4-mapped, 6to4, NAT64, Teredo (both)."""
+    if address.ipv4_mapped is not None:
+        return [address.ipv4_mapped]
+    if address.sixtofour is not None:
+        return [address.sixtofour]
+    if address in NAT64_PREFIX:
+        return [ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)]
+    if address.teredo is not None:
+        return list(address.teredo)  # the server and the (de-obfuscated) client
+    return []
+
+
 def address_is_public(text: str) -> bool:
     """Whether ``text`` is a public unicast IP address (see the module docstring)."""
     address = ip_of(text)
     if address is None:
         return False
+    if isinstance(address, ipaddress.IPv6Address):
+        inside = embedded_ipv4(address)
+        if inside:
+            return all(_unicast_public(v4) for v4 in inside)
+    return _unicast_public(address)
+
+
+def _unicast_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return address.is_global and not (
         address.is_loopback
         or address.is_link_local

@@ -3,7 +3,8 @@
 :func:`build_task_stores` turns the endpoint's :class:`~mas.infra.models.TaskStoreOptions`
 into what the SDK's request handler takes:
 
-- ``memory`` (the default): the SDK's ``InMemoryTaskStore`` and
+- ``memory`` (the default): a bounded in-memory task store (``max_tasks``, ``max_bytes``,
+  ``ttl_seconds``: :mod:`library_ioa.plugins.a2a.server.memory_store`) and the SDK's
   ``InMemoryPushNotificationConfigStore``; tasks die with the process.
 - ``sql``: the SDK's ``VersionedDatabaseTaskStore`` (a compare-and-swap version per task),
   ``DatabaseTaskEventStream`` (the ``task_events`` log other replicas tail, so
@@ -55,7 +56,6 @@ from a2a.server.cluster import (
 from a2a.server.tasks import (
     DatabasePushNotificationConfigStore,
     InMemoryPushNotificationConfigStore,
-    InMemoryTaskStore,
     PushNotificationConfigStore,
     TaskStore,
 )
@@ -69,6 +69,7 @@ from library_ioa.plugins.a2a.server.final_state import (
     FinalStateVersionedStore,
     refuses,
 )
+from library_ioa.plugins.a2a.server.memory_store import BoundedMemoryTaskStore
 from library_ioa.plugins.a2a.server.runs import RunBook
 from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
@@ -275,7 +276,14 @@ def build_task_stores(
     if options.type == "memory":
         return TaskStores(
             agent_id,
-            FinalStateTaskStore(InMemoryTaskStore()),
+            FinalStateTaskStore(
+                BoundedMemoryTaskStore(
+                    agent_id=agent_id,
+                    max_tasks=options.max_tasks,
+                    max_bytes=options.max_bytes,
+                    ttl_seconds=options.ttl_seconds,
+                )
+            ),
             InMemoryPushNotificationConfigStore() if push else None,
         )
     if options.url_secret_key_ref is not None:

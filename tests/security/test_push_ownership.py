@@ -1,0 +1,83 @@
+"""Push configs (and tasks) belong to the principal that created the task (a2a.auth)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from a2a.types import (
+    ListTaskPushNotificationConfigsRequest,
+    TaskPushNotificationConfig,
+    a2a_pb2_grpc,
+)
+from security_support import API_KEY_HEADER, AUTH, V1, Secrets, echo_endpoint, serve
+
+from library_ioa.plugins.a2a.exposure import A2AExposure
+
+pytestmark = [pytest.mark.timeout(60), pytest.mark.integration]
+
+ECHO = {"echo": {"model": {"type": "echo"}}}
+STEP = 10.0
+HOOK = "http://127.0.0.1:9/hook"
+
+
+def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+
+
+@pytest.fixture
+async def guarded(creds: Secrets) -> AsyncIterator[A2AExposure]:
+    endpoint = echo_endpoint(
+        auth=AUTH, capabilities={"pushNotifications": True}, push={"allow_private": True}
+    )
+    async with serve(ECHO, {"echo": endpoint}, "echo") as exposure:
+        yield exposure
+
+
+async def test_another_principal_cannot_attach_list_or_delete_push_configs(
+    guarded: A2AExposure, creds: Secrets
+) -> None:
+    owner = {**V1, "Authorization": f"Bearer {creds.token}"}
+    other = {**V1, API_KEY_HEADER: creds.api_key}
+    async with httpx.AsyncClient(base_url=guarded.url, timeout=STEP) as http:
+        message = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": "t"}]}
+        send = rpc(
+            "SendMessage", {"message": message, "configuration": {"returnImmediately": True}}
+        )
+        task_id = (await http.post("/", json=send, headers=owner)).json()["result"]["task"]["id"]
+        attach = rpc("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": HOOK})
+        listing = rpc("ListTaskPushNotificationConfigs", {"taskId": task_id})
+
+        refused = (await http.post("/", json=attach, headers=other)).json()
+        assert refused["error"]["code"] == -32001, refused  # TaskNotFoundError: says nothing
+        created = (await http.post("/", json=attach, headers=owner)).json()["result"]
+        config_id = created["id"]
+        assert (await http.post("/", json=listing, headers=other)).json()["error"]["code"] == -32001
+        delete = rpc("DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": config_id})
+        assert (await http.post("/", json=delete, headers=other)).json()["error"]["code"] == -32001
+        rest = await http.get(f"/a2a/rest/tasks/{task_id}/pushNotificationConfigs", headers=other)
+        assert rest.status_code == 404
+        get = rpc("GetTask", {"id": task_id})
+        assert (await http.post("/", json=get, headers=other)).json()["error"]["code"] == -32001
+        mine = (await http.post("/", json=listing, headers=owner)).json()["result"]
+        assert [c["id"] for c in mine["configs"]] == [config_id]  # nothing was deleted
+
+    version = ("a2a-version", "1.0")
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{guarded.grpc_port}") as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        request = TaskPushNotificationConfig(task_id=task_id, url=HOOK)
+        with pytest.raises(grpc.aio.AioRpcError) as denied:
+            await stub.CreateTaskPushNotificationConfig(
+                request, metadata=(version, ("x-api-key", creds.api_key)), timeout=STEP
+            )
+        assert denied.value.code() == grpc.StatusCode.NOT_FOUND
+        listed = await stub.ListTaskPushNotificationConfigs(
+            ListTaskPushNotificationConfigsRequest(task_id=task_id),
+            metadata=(version, ("authorization", f"Bearer {creds.token}")),
+            timeout=STEP,
+        )
+        assert [c.id for c in listed.configs] == [config_id]
