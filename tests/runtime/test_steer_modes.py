@@ -49,10 +49,10 @@ async def first_chunks(
     return seen, stream
 
 
-def history(host: RuntimeHost, session: str) -> list[tuple[str, str, bool]]:
+async def history(host: RuntimeHost, session: str) -> list[tuple[str, str, bool]]:
     agent = host.runner("talker")
     assert isinstance(agent, Agent)
-    return [(m.role, m.content, m.interrupted) for m in agent.history(session)]
+    return [(m.role, m.content, m.interrupted) for m in await agent.history(session)]
 
 
 async def test_preempt_keeps_the_prefix_and_replaces_the_rest(host: RuntimeHost) -> None:
@@ -66,7 +66,7 @@ async def test_preempt_keeps_the_prefix_and_replaces_the_rest(host: RuntimeHost)
     final = ended(events)
     assert final.status == "completed" and final.text == "one heard: go left"
     assert (await receipt.result).text == final.text
-    assert history(host, "s") == [
+    assert await history(host, "s") == [
         ("user", "story please", False),
         ("assistant", "one ", True),
         ("user", "go left", False),
@@ -84,7 +84,7 @@ async def test_replace_discards_the_prefix_and_starts_over(host: RuntimeHost) ->
     final = ended(events)
     assert final.status == "completed" and final.text == "heard: go right"
     assert text_of(events) == "one heard: go right"  # streamed, then discarded
-    assert history(host, "s") == [
+    assert await history(host, "s") == [
         ("user", "story please", False),
         ("user", "go right", False),
         ("assistant", "heard: go right", False),
@@ -105,7 +105,7 @@ async def test_wait_queues_ahead_of_other_turns_after_the_current_generation(
     async with asyncio.timeout(DEADLINE):
         assert (await receipt.result).text == "heard: by the way"
     assert ended(await collect(later.events())).text == "heard: later"
-    users = [content for role, content, _ in history(host, "s") if role == "user"]
+    users = [content for role, content, _ in await history(host, "s") if role == "user"]
     assert users == ["short one", "by the way", "later"]
 
 
@@ -135,7 +135,10 @@ async def test_cancel_inflight_ends_the_running_turn_canceled(host: RuntimeHost)
     # the session goes on, and its history keeps the interrupted reply
     after = ended(await collect(mailbox.submit(TurnInput("s", "t2", "again")).events()))
     assert after.text == "heard: again"
-    assert history(host, "s")[:2] == [("user", "story please", False), ("assistant", "one ", True)]
+    assert (await history(host, "s"))[:2] == [
+        ("user", "story please", False),
+        ("assistant", "one ", True),
+    ]
 
 
 async def test_a_cancel_right_after_a_preempt_wins(host: RuntimeHost) -> None:
@@ -160,4 +163,7 @@ async def test_cancel_wait_on_a_running_turn_keeps_its_effects_in_history(
     async with asyncio.timeout(DEADLINE):
         real = await ticket.result
     assert (real.status, real.text) == ("completed", "a b c")
-    assert history(host, "s") == [("user", "short please", False), ("assistant", "a b c", False)]
+    assert await history(host, "s") == [
+        ("user", "short please", False),
+        ("assistant", "a b c", False),
+    ]
