@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from runtime_support import DEADLINE, collect, ended, scripted, text_of, wired
@@ -16,20 +17,26 @@ from mas.runtime.turns import TextDelta, TurnEvent, TurnInput
 
 pytestmark = pytest.mark.timeout(30)
 
-# A long generation: 2 s between chunks, so a steer after the first chunk always lands
-# while the model is between chunks (the tests never wait for that time to pass).
-STORY = {
-    "match": "^story",
-    "chunks": ["one ", "two ", "three ", "four ", "five"],
-    "chunk_delay_ms": 2000,
-}
-SHORT = {"match": "^short", "chunks": ["a ", "b ", "c"], "chunk_delay_ms": 20}
+# A generation that holds after its first chunk until a file appears: a steer after the
+# first chunk always lands mid-generation, and "short" finishes only when the test says so.
 HEARD = {"reply": "heard: {input}"}
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[RuntimeHost]:
-    app = wired({"talker": {"model": scripted(STORY, SHORT, default=HEARD)}})
+def release(tmp_path: Path) -> Path:
+    """Created by a test to let a held "short" generation finish ("story" is never let go)."""
+    return tmp_path / "release"
+
+
+@pytest.fixture
+async def host(tmp_path: Path, release: Path) -> AsyncIterator[RuntimeHost]:
+    story = {
+        "match": "^story",
+        "chunks": ["one ", "two ", "three ", "four ", "five"],
+        "release_file": str(tmp_path / "never"),
+    }
+    short = {"match": "^short", "chunks": ["a ", "b ", "c"], "release_file": str(release)}
+    app = wired({"talker": {"model": scripted(story, short, default=HEARD)}})
     built = RuntimeHost.build(app, ["talker"])
     yield built
     await built.aclose()
@@ -92,7 +99,7 @@ async def test_replace_discards_the_prefix_and_starts_over(host: RuntimeHost) ->
 
 
 async def test_wait_queues_ahead_of_other_turns_after_the_current_generation(
-    host: RuntimeHost,
+    host: RuntimeHost, release: Path
 ) -> None:
     mailbox = host.mailbox("talker")
     current = mailbox.submit(TurnInput("s", "t1", "short one"))
@@ -100,6 +107,7 @@ async def test_wait_queues_ahead_of_other_turns_after_the_current_generation(
     seen, rest = await first_chunks(current, 1)
     receipt = await mailbox.steer("s", "by the way", "wait")
     assert receipt.applied == "queued" and mailbox.depth("s") == 2
+    release.touch()
     events = seen + await collect(rest)
     assert ended(events).text == "a b c"  # the in-flight generation was not touched
     async with asyncio.timeout(DEADLINE):
@@ -153,13 +161,14 @@ async def test_a_cancel_right_after_a_preempt_wins(host: RuntimeHost) -> None:
 
 
 async def test_cancel_wait_on_a_running_turn_keeps_its_effects_in_history(
-    host: RuntimeHost,
+    host: RuntimeHost, release: Path
 ) -> None:
     mailbox = host.mailbox("talker")
     ticket = mailbox.submit(TurnInput("s", "t1", "short please"))
     seen, rest = await first_chunks(ticket, 1)
     ticket.cancel_wait()
     assert ended(seen + await collect(rest)).status == "canceled"  # the caller stopped waiting
+    release.touch()  # the turn, still running in the mailbox, finishes now
     async with asyncio.timeout(DEADLINE):
         real = await ticket.result
     assert (real.status, real.text) == ("completed", "a b c")
