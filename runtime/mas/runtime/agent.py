@@ -218,9 +218,12 @@ class Agent(TurnRunner):
     ) -> str | None:
         """Store one turn's messages; the reason when the store refused them.
 
-        The write runs in a task of its own: a steer or cancel arriving meanwhile never cuts
-        it in half, and the session's next turn waits for it (``run``).
+        A store that does I/O is written in a task of its own: a steer or cancel arriving
+        meanwhile never cuts the write in half, and the session's next turn waits for it
+        (``run``).
         """
+        if not self._history.suspends:
+            return await self._write(session_id, messages, question)
         write = asyncio.ensure_future(self._write(session_id, messages, question))
         self._saving[session_id] = write
         write.add_done_callback(lambda done: self._forget_write(session_id, done))

@@ -30,6 +30,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from mas.runtime.models.base import ChatMessage
 
@@ -46,6 +47,10 @@ class Conversation:
 
 class ConversationStore(ABC):
     """The conversations of one agent's sessions (see the module docstring)."""
+
+    #: Whether :meth:`append` may suspend (does I/O). The agent shields such a write from a
+    #: steer or cancel arriving meanwhile; a store that never suspends is written inline.
+    suspends: ClassVar[bool] = True
 
     @abstractmethod
     async def begin(self, session_id: str, *, drop_interrupted: bool = False) -> Conversation:

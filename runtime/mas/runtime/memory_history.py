@@ -26,6 +26,8 @@ class _Kept:
 class MemoryConversationStore(ConversationStore):
     """Bounded conversations in memory (see the module docstring)."""
 
+    suspends = False
+
     def __init__(
         self, *, max_history: int = DEFAULT_MAX_HISTORY, max_sessions: int = DEFAULT_MAX_SESSIONS
     ) -> None:
