@@ -38,19 +38,20 @@ async def test_history_is_per_session_and_reaches_the_model() -> None:
         ("assistant", "recorded: one"),
         ("user", "two"),
     ]
-    assert [m.content for m in agent.history("s2")] == ["other", "recorded: other"]
-    assert agent.history("nobody") == ()
+    assert [m.content for m in await agent.history("s2")] == ["other", "recorded: other"]
+    assert await agent.history("nobody") == ()
 
 
 async def test_history_and_sessions_are_bounded() -> None:
     agent = make(RecordingModel(agent_id="a"), max_history=3, max_sessions=2)
     for text in ("m1", "m2", "m3"):
         await say(agent, "s1", text)
-    assert [m.content for m in agent.history("s1")] == ["recorded: m2", "m3", "recorded: m3"]
+    assert [m.content for m in await agent.history("s1")] == ["recorded: m2", "m3", "recorded: m3"]
     await say(agent, "s2", "x")
     await say(agent, "s3", "y")  # s1 is the least recently used: dropped
-    assert agent.history("s1") == ()
-    assert len(agent.history("s2")) == 2 and len(agent.history("s3")) == 2
+    assert await agent.history("s1") == ()
+    assert len(await agent.history("s2")) == 2
+    assert len(await agent.history("s3")) == 2
 
 
 async def test_a_model_exception_ends_the_turn_failed_with_the_text_so_far() -> None:

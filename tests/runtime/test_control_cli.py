@@ -17,13 +17,14 @@ from mas.runtime.turns import TurnInput
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.integration]
 
-SLOW = {"match": "^story", "chunks": ["one ", "two ", "three"], "chunk_delay_ms": 2000}
-
 
 @pytest.fixture
-async def served(control_dir: Path) -> AsyncIterator[RuntimeHost]:
+async def served(control_dir: Path, tmp_path: Path) -> AsyncIterator[RuntimeHost]:
+    # After "one " the story holds until a file that never appears: a steer or cancel from a
+    # cold mas-ctl process always lands mid-generation, however slow the machine is.
+    held = {"match": "^story", "chunks": ["one ", "two "], "release_file": str(tmp_path / "go")}
     host = RuntimeHost.build(
-        wired({"talker": {"model": scripted(SLOW, default={"reply": "heard: {input}"})}}),
+        wired({"talker": {"model": scripted(held, default={"reply": "heard: {input}"})}}),
         ["talker"],
     )
     async with ControlServer({"talker": host.mailbox("talker")}):

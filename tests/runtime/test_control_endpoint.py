@@ -27,13 +27,14 @@ from mas.runtime.turns import TextDelta, TurnInput
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.integration]
 
-SLOW = {"match": "^story", "chunks": ["one ", "two ", "three"], "chunk_delay_ms": 2000}
-
 
 @pytest.fixture
-async def host() -> AsyncIterator[RuntimeHost]:
+async def host(tmp_path: Path) -> AsyncIterator[RuntimeHost]:
+    # After "one " the story holds until a file that never appears: a steer or cancel always
+    # lands mid-generation, however slow the machine is.
+    held = {"match": "^story", "chunks": ["one ", "two "], "release_file": str(tmp_path / "go")}
     built = RuntimeHost.build(
-        wired({"talker": {"model": scripted(SLOW, default={"reply": "heard: {input}"})}}),
+        wired({"talker": {"model": scripted(held, default={"reply": "heard: {input}"})}}),
         ["talker"],
     )
     yield built

@@ -158,6 +158,33 @@ async def test_wait_ms_holds_the_generation_until_it_is_canceled() -> None:
     await mailbox.aclose()
 
 
+async def test_release_file_holds_after_the_first_chunk_until_the_file_appears(
+    tmp_path: Path,
+) -> None:
+    release = tmp_path / "go"
+    rule = {"match": ".", "chunks": ["one ", "two"], "release_file": str(release)}
+    mailbox = SessionTurnMailbox(agent_with(ScriptedModel(rules=[rule])))
+    stream = mailbox.submit(TurnInput("s", "t1", "x")).events()
+    async with asyncio.timeout(DEADLINE):
+        first = await anext(stream)
+    assert first == TextDelta("one ")
+    release.touch()
+    rest = await collect(stream)
+    assert text_of([first, *rest]) == "one two" and ended(rest).status == "completed"
+    await mailbox.aclose()
+
+
+async def test_a_release_that_never_comes_fails_the_turn_naming_the_file(tmp_path: Path) -> None:
+    release = tmp_path / "never"
+    rule = {"match": ".", "chunks": ["one ", "two"], "release_file": str(release)}
+    model = ScriptedModel(rules=[{**rule, "release_timeout_ms": 50}])
+    events = await collect(agent_with(model).run(TurnInput("s", "t1", "x")))
+    assert text_of(events) == "one " and ended(events).status == "failed"
+    assert ended(events).message.endswith(
+        f"waited 50 ms for its release_file {str(release)!r}, which did not appear"
+    )
+
+
 @pytest.mark.parametrize(
     ("params", "expected"),
     [
@@ -187,6 +214,10 @@ async def test_wait_ms_holds_the_generation_until_it_is_canceled() -> None:
             "params.rules[0].artifacts[0]: ",
         ),
         ({"rules": [{"match": "a", "wait_ms": -5}]}, "params.rules[0].wait_ms: -5: "),
+        (
+            {"rules": [{"match": "a", "release_file": "/x", "release_timeout_ms": 0}]},
+            "params.rules[0].release_timeout_ms: 0: ",
+        ),
         ({"rules": [{"match": "a", "speak": "x"}]}, "params.rules[0].speak: is not a known field"),
         ({"rules": [{"reply": "x"}]}, "rules[0].match is required"),
         ({"default": {"match": "a"}}, "default.match is not accepted"),
@@ -224,4 +255,4 @@ def test_the_documented_example_rules_are_valid() -> None:
     block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
     params = yaml.safe_load(block)["model"]["params"]
     model = ScriptedModel(**params)
-    assert len(model.params.rules) == 5 and model.params.default is not None
+    assert len(model.params.rules) == 6 and model.params.default is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from runtime_support import DEADLINE, collect, ended, scripted, text_of, wired
@@ -16,20 +17,26 @@ from mas.runtime.turns import TextDelta, TurnEvent, TurnInput
 
 pytestmark = pytest.mark.timeout(30)
 
-# A long generation: 2 s between chunks, so a steer after the first chunk always lands
-# while the model is between chunks (the tests never wait for that time to pass).
-STORY = {
-    "match": "^story",
-    "chunks": ["one ", "two ", "three ", "four ", "five"],
-    "chunk_delay_ms": 2000,
-}
-SHORT = {"match": "^short", "chunks": ["a ", "b ", "c"], "chunk_delay_ms": 20}
+# A generation that holds after its first chunk until a file appears: a steer after the
+# first chunk always lands mid-generation, and "short" finishes only when the test says so.
 HEARD = {"reply": "heard: {input}"}
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[RuntimeHost]:
-    app = wired({"talker": {"model": scripted(STORY, SHORT, default=HEARD)}})
+def release(tmp_path: Path) -> Path:
+    """Created by a test to let a held "short" generation finish ("story" is never let go)."""
+    return tmp_path / "release"
+
+
+@pytest.fixture
+async def host(tmp_path: Path, release: Path) -> AsyncIterator[RuntimeHost]:
+    story = {
+        "match": "^story",
+        "chunks": ["one ", "two ", "three ", "four ", "five"],
+        "release_file": str(tmp_path / "never"),
+    }
+    short = {"match": "^short", "chunks": ["a ", "b ", "c"], "release_file": str(release)}
+    app = wired({"talker": {"model": scripted(story, short, default=HEARD)}})
     built = RuntimeHost.build(app, ["talker"])
     yield built
     await built.aclose()
@@ -49,10 +56,10 @@ async def first_chunks(
     return seen, stream
 
 
-def history(host: RuntimeHost, session: str) -> list[tuple[str, str, bool]]:
+async def history(host: RuntimeHost, session: str) -> list[tuple[str, str, bool]]:
     agent = host.runner("talker")
     assert isinstance(agent, Agent)
-    return [(m.role, m.content, m.interrupted) for m in agent.history(session)]
+    return [(m.role, m.content, m.interrupted) for m in await agent.history(session)]
 
 
 async def test_preempt_keeps_the_prefix_and_replaces_the_rest(host: RuntimeHost) -> None:
@@ -66,7 +73,7 @@ async def test_preempt_keeps_the_prefix_and_replaces_the_rest(host: RuntimeHost)
     final = ended(events)
     assert final.status == "completed" and final.text == "one heard: go left"
     assert (await receipt.result).text == final.text
-    assert history(host, "s") == [
+    assert await history(host, "s") == [
         ("user", "story please", False),
         ("assistant", "one ", True),
         ("user", "go left", False),
@@ -84,7 +91,7 @@ async def test_replace_discards_the_prefix_and_starts_over(host: RuntimeHost) ->
     final = ended(events)
     assert final.status == "completed" and final.text == "heard: go right"
     assert text_of(events) == "one heard: go right"  # streamed, then discarded
-    assert history(host, "s") == [
+    assert await history(host, "s") == [
         ("user", "story please", False),
         ("user", "go right", False),
         ("assistant", "heard: go right", False),
@@ -92,7 +99,7 @@ async def test_replace_discards_the_prefix_and_starts_over(host: RuntimeHost) ->
 
 
 async def test_wait_queues_ahead_of_other_turns_after_the_current_generation(
-    host: RuntimeHost,
+    host: RuntimeHost, release: Path
 ) -> None:
     mailbox = host.mailbox("talker")
     current = mailbox.submit(TurnInput("s", "t1", "short one"))
@@ -100,12 +107,13 @@ async def test_wait_queues_ahead_of_other_turns_after_the_current_generation(
     seen, rest = await first_chunks(current, 1)
     receipt = await mailbox.steer("s", "by the way", "wait")
     assert receipt.applied == "queued" and mailbox.depth("s") == 2
+    release.touch()
     events = seen + await collect(rest)
     assert ended(events).text == "a b c"  # the in-flight generation was not touched
     async with asyncio.timeout(DEADLINE):
         assert (await receipt.result).text == "heard: by the way"
     assert ended(await collect(later.events())).text == "heard: later"
-    users = [content for role, content, _ in history(host, "s") if role == "user"]
+    users = [content for role, content, _ in await history(host, "s") if role == "user"]
     assert users == ["short one", "by the way", "later"]
 
 
@@ -135,7 +143,10 @@ async def test_cancel_inflight_ends_the_running_turn_canceled(host: RuntimeHost)
     # the session goes on, and its history keeps the interrupted reply
     after = ended(await collect(mailbox.submit(TurnInput("s", "t2", "again")).events()))
     assert after.text == "heard: again"
-    assert history(host, "s")[:2] == [("user", "story please", False), ("assistant", "one ", True)]
+    assert (await history(host, "s"))[:2] == [
+        ("user", "story please", False),
+        ("assistant", "one ", True),
+    ]
 
 
 async def test_a_cancel_right_after_a_preempt_wins(host: RuntimeHost) -> None:
@@ -150,14 +161,18 @@ async def test_a_cancel_right_after_a_preempt_wins(host: RuntimeHost) -> None:
 
 
 async def test_cancel_wait_on_a_running_turn_keeps_its_effects_in_history(
-    host: RuntimeHost,
+    host: RuntimeHost, release: Path
 ) -> None:
     mailbox = host.mailbox("talker")
     ticket = mailbox.submit(TurnInput("s", "t1", "short please"))
     seen, rest = await first_chunks(ticket, 1)
     ticket.cancel_wait()
     assert ended(seen + await collect(rest)).status == "canceled"  # the caller stopped waiting
+    release.touch()  # the turn, still running in the mailbox, finishes now
     async with asyncio.timeout(DEADLINE):
         real = await ticket.result
     assert (real.status, real.text) == ("completed", "a b c")
-    assert history(host, "s") == [("user", "short please", False), ("assistant", "a b c", False)]
+    assert await history(host, "s") == [
+        ("user", "short please", False),
+        ("assistant", "a b c", False),
+    ]

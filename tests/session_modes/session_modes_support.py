@@ -22,6 +22,7 @@ import yaml
 from a2a.client import ClientConfig, ClientFactory
 from a2a.helpers import get_message_text
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+from prometheus_client.parser import text_string_to_metric_families
 
 START = 45.0  # a cold interpreter importing the SDK on a busy, shared 2-core machine
 STEP = 20.0  # the longest any other awaited step may take
@@ -82,12 +83,18 @@ def scripted(*rules: dict[str, Any], default: str = "heard: {input}") -> dict[st
     return {"type": "scripted", "params": {"rules": list(rules), "default": {"reply": default}}}
 
 
-# Long enough to steer from another process: six chunks, 1.2 s apart.
-STORY = {
-    "match": "^story",
-    "chunks": ["one ", "two ", "three ", "four ", "five ", "six"],
-    "chunk_delay_ms": 1200,
-}
+FULL_STORY = "one two three four five six"
+
+
+def story(release: Path) -> dict[str, Any]:
+    """Six chunks; after "one " the story holds until ``release`` exists, so a steer, a
+    cancel or another client from a cold process lands mid-generation whatever the
+    machine's pace, and the story ends only when the test creates the file."""
+    return {
+        "match": "^story",
+        "chunks": ["one ", "two ", "three ", "four ", "five ", "six"],
+        "release_file": str(release),
+    }
 
 
 def chat_app(tmp_path: Path, port: int) -> Path:
@@ -100,7 +107,7 @@ def chat_app(tmp_path: Path, port: int) -> Path:
         },
         {"match": "^book", "reply": "Sure.", "ask": "Which day?"},
         {"match": "^(mon|tues|wednes|thurs|fri)day$", "reply": "Booked for {input} ({question})"},
-        STORY,
+        story(tmp_path / "story.release"),
     ]
     return write_app(
         tmp_path / "chat.yaml",
@@ -206,6 +213,26 @@ async def mas_ctl(control_dir: Path, *args: str, timeout: float = START) -> tupl
     finally:
         await run.close()
     return code, run.out, run.err
+
+
+async def queued_turns(url: str, agent: str, count: int) -> None:
+    """Wait (at most STEP) until ``agent``'s mailbox has ``count`` turns queued, as its
+    ``/metrics`` says (``maslab_queue_depth``)."""
+    async with httpx.AsyncClient(timeout=STEP) as http, asyncio.timeout(STEP):
+        while True:
+            text = (await http.get(f"{url}/metrics")).text
+            depth = next(
+                (
+                    sample.value
+                    for family in text_string_to_metric_families(text)
+                    for sample in family.samples
+                    if sample.name == "maslab_queue_depth" and sample.labels.get("agent") == agent
+                ),
+                0.0,
+            )
+            if depth >= count:
+                return
+            await asyncio.sleep(0.05)
 
 
 async def ask_a2a(url: str, text: str, *, context_id: str | None = None) -> str:

@@ -11,25 +11,22 @@ from pathlib import Path
 
 import pytest
 from session_modes_support import (
+    FULL_STORY,
     A2AStream,
     MasCtl,
     application,
     ask_a2a,
     free_port,
     mas_ctl,
+    queued_turns,
     scripted,
+    story,
     write_app,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-# Six chunks, 2 s apart: a steer started from a cold interpreter lands mid-generation.
-LONG_STORY = {
-    "match": "^story",
-    "chunks": ["one ", "two ", "three ", "four ", "five ", "six"],
-    "chunk_delay_ms": 2000,
-}
-FULL = "one two three four five six"
+FULL = FULL_STORY
 
 
 @dataclass
@@ -42,10 +39,12 @@ class Steered:
 
 
 async def _steer_during_story(tmp_path: Path, name: str, *control: str) -> Steered:
-    """run-mas -m story in session ``name``; once "one " is out, run ``mas-ctl CONTROL``."""
+    """run-mas -m story in session ``name``; once "one " is out (the story holds there), run
+    ``mas-ctl CONTROL``; then let the story go on (it matters only when nothing stopped it)."""
     control_dir = tmp_path / f"control-{name}"
+    release = tmp_path / f"{name}.release"
     app = write_app(
-        tmp_path / f"{name}.yaml", application({"desk": {"model": scripted(LONG_STORY)}})
+        tmp_path / f"{name}.yaml", application({"desk": {"model": scripted(story(release))}})
     )
     run = await MasCtl.start(
         control_dir, "run-mas", "-f", str(app), "--session", name, "-m", "story"
@@ -54,6 +53,7 @@ async def _steer_during_story(tmp_path: Path, name: str, *control: str) -> Steer
         await run.wait_for("one ", stream="out")
         control_code, control_out, control_err = await mas_ctl(control_dir, *control)
         assert control_code == 0, control_err
+        release.touch()
         code = await run.finish(timeout=60)
     finally:
         await run.close()
@@ -64,13 +64,14 @@ def _steer(mode: str, session: str, text: str) -> tuple[str, ...]:
     return ("steer", "--agent", "desk", "--session", session, "--mode", mode, text)
 
 
+@pytest.mark.timeout(300)
 async def test_each_steer_mode_and_cancel_are_visible_in_the_transcript(tmp_path: Path) -> None:
-    preempt, replace, wait, cancel = await asyncio.gather(
-        _steer_during_story(tmp_path, "p", *_steer("preempt", "p", "left")),
-        _steer_during_story(tmp_path, "r", *_steer("replace", "r", "fresh")),
-        _steer_during_story(tmp_path, "w", *_steer("wait", "w", "later")),
-        _steer_during_story(tmp_path, "c", "cancel", "--agent", "desk", "--session", "c"),
-    )
+    # One story after the other: four at once start eight cold interpreters together, which
+    # on two busy cores can outlast any fair per-step deadline.
+    preempt = await _steer_during_story(tmp_path, "p", *_steer("preempt", "p", "left"))
+    replace = await _steer_during_story(tmp_path, "r", *_steer("replace", "r", "fresh"))
+    wait = await _steer_during_story(tmp_path, "w", *_steer("wait", "w", "later"))
+    cancel = await _steer_during_story(tmp_path, "c", "cancel", "--agent", "desk", "--session", "c")
     # preempt: the prefix stays on stdout, the rest is replaced by the steered continuation.
     assert re.fullmatch(r"preempted: turn steer-\w+ of session 'p'\n", preempt.control_out)
     assert preempt.code == 0, preempt.err
@@ -116,10 +117,11 @@ async def test_a2a_messages_queue_while_the_control_protocol_steers_the_same_ses
 ) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    release = tmp_path / "release"
     app = write_app(
         tmp_path / "app.yaml",
         application(
-            {"desk": {"model": scripted(LONG_STORY)}},
+            {"desk": {"model": scripted(story(release))}},
             {"desk": {"url": url, "usage": "deploy"}},
         ),
     )
@@ -127,19 +129,22 @@ async def test_a2a_messages_queue_while_the_control_protocol_steers_the_same_ses
     try:
         await run.wait_for("ready: serving until SIGINT or SIGTERM")
         # Over A2A: a second message on the working session is queued, never preempting.
-        story = A2AStream(url, "story", context_id="shared")
-        await story.started()
+        first = A2AStream(url, "story", context_id="shared")
+        await first.started()
         quick = asyncio.create_task(ask_a2a(url, "quick", context_id="shared"))
-        assert await story.done() == FULL
+        await queued_turns(url, "desk", 1)  # quick waits behind the held story
+        release.touch()
+        assert await first.done() == FULL
         assert await quick == "heard: quick"
         assert "steer" not in run.err
+        release.unlink()  # the next story holds again
 
         # Over the control protocol: the same session's next generation is preempted.
-        story = A2AStream(url, "story", context_id="shared")
-        await story.started()
+        second = A2AStream(url, "story", context_id="shared")
+        await second.started()
         code, out, err = await mas_ctl(control_dir, *_steer("preempt", "shared", "left"))
         assert code == 0 and out.startswith("preempted: turn steer-"), err
-        text = await story.done()
+        text = await second.done()
         assert text.startswith("one ") and text.endswith("heard: left") and "six" not in text
         await run.wait_for("· steer preempt on desk/shared: 'left'", timeout=10)
 
@@ -158,7 +163,8 @@ async def test_a2a_messages_queue_while_the_control_protocol_steers_the_same_ses
 
 
 async def test_ctrl_c_interrupts_the_turn_of_run_mas_m(tmp_path: Path, control_dir: Path) -> None:
-    app = write_app(tmp_path / "app.yaml", application({"desk": {"model": scripted(LONG_STORY)}}))
+    held = scripted(story(tmp_path / "never"))
+    app = write_app(tmp_path / "app.yaml", application({"desk": {"model": held}}))
     args = ("run-mas", "-f", str(app), "--session", "int", "-m", "story")
     run = await MasCtl.start(control_dir, *args)
     try:

@@ -7,10 +7,16 @@ the session's next input is given to the model as the answer; artifacts become
 :class:`ArtifactEmitted`. A model failure ends the turn ``failed`` with its message: ``run``
 never raises for the turn's own failure.
 
-State: a bounded history per session (``max_history`` messages, oldest dropped) in a
-bounded table of sessions (``max_sessions``, least recently used dropped). Nothing of one
-session is visible to another. An interrupted generation (steer, cancel) keeps its
-partial reply in history, marked ``interrupted``; a following ``replace`` steer drops it.
+State: the conversations live in a :class:`~mas.runtime.history.ConversationStore`; by
+default a :class:`~mas.runtime.memory_history.MemoryConversationStore` (``max_history``
+messages per session, oldest dropped; ``max_sessions`` sessions, least recently used
+dropped), or the endpoint's ``sql`` store (:meth:`Agent.keep_history_in`), so another
+replica or a restarted process continues the conversation. Nothing of one session is
+visible to another. A turn's messages are stored before its ``TurnEnded`` is yielded: a
+caller that has the answer can send the follow-up anywhere. An interrupted generation
+(steer, cancel) keeps its partial reply in history, marked ``interrupted``; a following
+``replace`` steer drops it. A store that cannot be read or written ends the turn
+``failed`` with a message saying so.
 
 Artifacts a delegate returned are passed on as this turn's artifacts, named
 ``<target>/<name>``.
@@ -18,14 +24,17 @@ Artifacts a delegate returned are passed on as this turn's artifacts, named
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections import OrderedDict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from mas.infra.models import AgentManifest
 from mas.runtime.boundary.control import STEER_METADATA_KEY
 from mas.runtime.boundary.delegation import DelegationContract
+from mas.runtime.errors import HistoryError
+from mas.runtime.history import DEFAULT_MAX_HISTORY, ConversationStore
+from mas.runtime.memory_history import DEFAULT_MAX_SESSIONS, MemoryConversationStore
 from mas.runtime.models.base import (
     AskHuman,
     ChatMessage,
@@ -49,15 +58,9 @@ from mas.runtime.turns import (
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_HISTORY = 200
-DEFAULT_MAX_SESSIONS = 10_000
+__all__ = ["DEFAULT_MAX_HISTORY", "DEFAULT_MAX_SESSIONS", "DEFAULT_MAX_STEPS", "Agent"]
+
 DEFAULT_MAX_STEPS = 16
-
-
-@dataclass
-class _Conversation:
-    messages: deque[ChatMessage]
-    question: str | None = None
 
 
 @dataclass
@@ -82,41 +85,52 @@ class Agent(TurnRunner):
         max_history: int = DEFAULT_MAX_HISTORY,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_steps: int = DEFAULT_MAX_STEPS,
+        history: ConversationStore | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.manifest = manifest
         self.model = model
         self.delegation = delegation
-        self._max_history = max_history
-        self._max_sessions = max_sessions
         self._max_steps = max_steps
-        self._sessions: OrderedDict[str, _Conversation] = OrderedDict()
+        self._history = history or MemoryConversationStore(
+            max_history=max_history, max_sessions=max_sessions
+        )
+        self._saving: dict[str, asyncio.Task[str | None]] = {}
 
-    def history(self, session_id: str) -> tuple[ChatMessage, ...]:
+    @property
+    def conversations(self) -> ConversationStore:
+        """Where this agent keeps its sessions' conversations."""
+        return self._history
+
+    def keep_history_in(self, store: ConversationStore) -> None:
+        """Keep the conversations in ``store`` from now on; call it before the first turn
+        (what the previous store holds is not carried over)."""
+        self._history = store
+
+    async def history(self, session_id: str) -> tuple[ChatMessage, ...]:
         """The session's conversation as the model sees it (empty for an unknown session)."""
-        conversation = self._sessions.get(session_id)
-        return tuple(conversation.messages) if conversation else ()
-
-    def _conversation(self, session_id: str) -> _Conversation:
-        conversation = self._sessions.get(session_id)
-        if conversation is None:
-            conversation = _Conversation(deque(maxlen=self._max_history))
-            self._sessions[session_id] = conversation
-            while len(self._sessions) > self._max_sessions:
-                self._sessions.popitem(last=False)
-        self._sessions.move_to_end(session_id)
-        return conversation
+        return (await self._history.peek(session_id)).messages
 
     async def run(self, turn: TurnInput) -> AsyncIterator[TurnEvent]:
         """The events of one turn, ending with one :class:`TurnEnded`."""
-        conversation = self._conversation(turn.session_id)
-        if turn.metadata.get(STEER_METADATA_KEY) == "replace":
-            _drop_interrupted(conversation)
-        question, conversation.question = conversation.question, None
+        session_id = turn.session_id
+        pending = self._saving.get(session_id)
+        if pending is not None:  # an interrupted turn's write still running: see it first
+            await asyncio.wait({pending})
+        try:
+            conversation = await self._history.begin(
+                session_id, drop_interrupted=turn.metadata.get(STEER_METADATA_KEY) == "replace"
+            )
+        except HistoryError as exc:
+            logger.warning("agent %s: %s", self.agent_id, exc)
+            yield TurnEnded("failed", message=f"agent {self.agent_id!r} {exc}")
+            return
+        question = conversation.question
         depth = _depth(turn.metadata.get(DELEGATION_DEPTH))
         correlation = str(turn.metadata.get(CORRELATION_ID) or turn.turn_id)
         state = _TurnState(added=[ChatMessage("user", turn.text, data=turn.data)])
-        finished = False
+        ended: TurnEnded | None = None
+        asked: str | None = None
         try:
             for _step in range(self._max_steps):
                 request = ModelRequest(
@@ -145,29 +159,26 @@ class Agent(TurnRunner):
                 except Exception as exc:
                     logger.warning("agent %s: model failed: %s", self.agent_id, exc)
                     _close_generation(state)
-                    finished = True
-                    yield TurnEnded(
+                    ended = TurnEnded(
                         "failed",
                         text="".join(state.reply),
                         message=f"the model of agent {self.agent_id!r} failed: {exc}",
                     )
-                    return
+                    break
                 _close_generation(state, calls if ask is None else None)
                 if ask is not None:
                     state.added.append(ChatMessage("assistant", ask))
-                    conversation.question = ask
-                    finished = True
-                    yield TurnEnded("input_required", text=ask)
-                    return
+                    asked = ask
+                    ended = TurnEnded("input_required", text=ask)
+                    break
                 if not calls:
-                    finished = True
-                    yield TurnEnded("completed", text="".join(state.reply))
-                    return
+                    ended = TurnEnded("completed", text="".join(state.reply))
+                    break
                 for call in calls:
                     result = await self.delegation.call(
                         call.name,
                         call.arguments,
-                        session_id=turn.session_id,
+                        session_id=session_id,
                         turn_id=turn.turn_id,
                         correlation_id=correlation,
                         depth=depth,
@@ -180,17 +191,57 @@ class Agent(TurnRunner):
                     )
                     for artifact in result.artifacts:
                         yield _forwarded(artifact, result.target or call.name)
-            finished = True
-            yield TurnEnded(
-                "failed",
-                text="".join(state.reply),
-                message=f"agent {self.agent_id!r} stopped after {self._max_steps} model steps "
-                "without a final answer",
-            )
+            else:
+                ended = TurnEnded(
+                    "failed",
+                    text="".join(state.reply),
+                    message=f"agent {self.agent_id!r} stopped after {self._max_steps} model "
+                    "steps without a final answer",
+                )
+            trouble = await self._keep(session_id, state.added, asked)
         finally:
-            if not finished:
+            if ended is None:  # interrupted (steer, cancel, shutdown): keep what it said
                 _mark_interrupted(state)
-            conversation.messages.extend(state.added)
+                await self._keep(session_id, state.added, None)
+        assert ended is not None  # every way out of the loop above sets it
+        if trouble is not None:
+            ended = TurnEnded(
+                "failed",
+                text=ended.text,
+                message=f"agent {self.agent_id!r} answered, but a follow-up would miss this "
+                f"turn: {trouble}",
+            )
+        yield ended
+
+    async def _keep(
+        self, session_id: str, messages: Sequence[ChatMessage], question: str | None
+    ) -> str | None:
+        """Store one turn's messages; the reason when the store refused them.
+
+        A store that does I/O is written in a task of its own: a steer or cancel arriving
+        meanwhile never cuts the write in half, and the session's next turn waits for it
+        (``run``).
+        """
+        if not self._history.suspends:
+            return await self._write(session_id, messages, question)
+        write = asyncio.ensure_future(self._write(session_id, messages, question))
+        self._saving[session_id] = write
+        write.add_done_callback(lambda done: self._forget_write(session_id, done))
+        return await asyncio.shield(write)
+
+    async def _write(
+        self, session_id: str, messages: Sequence[ChatMessage], question: str | None
+    ) -> str | None:
+        try:
+            await self._history.append(session_id, messages, question=question)
+        except HistoryError as exc:
+            logger.warning("agent %s: %s", self.agent_id, exc)
+            return str(exc)
+        return None
+
+    def _forget_write(self, session_id: str, write: asyncio.Task[str | None]) -> None:
+        if self._saving.get(session_id) is write:
+            del self._saving[session_id]
 
 
 def _close_generation(state: _TurnState, calls: list[ToolCall] | None = None) -> None:
@@ -221,11 +272,6 @@ def _mark_interrupted(state: _TurnState) -> None:
     if state.generating:
         partial = "".join(state.generating)
         state.added.append(ChatMessage("assistant", partial, interrupted=True))
-
-
-def _drop_interrupted(conversation: _Conversation) -> None:
-    if conversation.messages and conversation.messages[-1].interrupted:
-        conversation.messages.pop()
 
 
 def _depth(value: object) -> int:

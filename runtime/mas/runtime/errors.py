@@ -15,6 +15,7 @@ The tree::
     ├── MailboxError               the session turn mailbox refused a turn
     │   ├── MailboxFull            a session's queue (or the session table) is at its bound
     │   └── MailboxClosed          the mailbox is closed (the process is shutting down)
+    ├── HistoryError               the conversation store cannot be read or written
     ├── HostError                  a runtime process cannot be built (unknown agent, missing env)
     └── ControlError               the control endpoint: none advertised, bad token, refused request
 """
@@ -78,6 +79,10 @@ class MailboxFull(MailboxError):
 
 class MailboxClosed(MailboxError):
     """The mailbox is closed; no turn is accepted any more."""
+
+
+class HistoryError(RuntimeFailure):
+    """The conversation store cannot be read or written; the message says which and why."""
 
 
 class HostError(RuntimeFailure):

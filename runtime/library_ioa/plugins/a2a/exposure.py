@@ -85,6 +85,7 @@ from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint
+from mas.runtime.agent import Agent
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +148,11 @@ class A2AExposure:
         push = endpoint.a2a.capabilities.pushNotifications
         self.stores = task_stores or build_task_stores(agent_id, endpoint.a2a.task_store, push=push)
         push_store = self.stores.push_config_store
+        runner = getattr(mailbox, "runner", None)
+        if self.stores.history is not None and isinstance(runner, Agent):
+            # With a sql task store the conversations live beside the tasks, so any replica
+            # (or this one after a restart) continues them.
+            runner.keep_history_in(self.stores.history)
         if push and push_store is not None:
             self._push_client = httpx.AsyncClient(timeout=10.0)
             push_sender = QueuedPushSender(  # off the event path (server/push_delivery.py)

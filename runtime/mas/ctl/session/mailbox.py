@@ -169,6 +169,11 @@ class SessionTurnMailbox(ControlContract):
         """The agent whose turns this mailbox runs."""
         return self._agent
 
+    @property
+    def runner(self) -> TurnRunner:
+        """The runner (the agent) whose turns this mailbox runs."""
+        return self._runner
+
     # -- the caller's side ------------------------------------------------------------
 
     def submit(self, turn: TurnInput, *, front: bool = False) -> TurnTicket:

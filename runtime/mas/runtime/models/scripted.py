@@ -16,12 +16,17 @@ Params::
         reply: "template"         # streamed word by word
         chunks: ["template", ...] # or streamed exactly in these chunks
         chunk_delay_ms: 0         # pause between chunks
+        release_file: "/tmp/go"   # after the first chunk, hold until this file exists
+        release_timeout_ms: 60000 # at most this long; then the generation fails saying so
         ask: "template"           # then ask a person (the turn ends input_required)
     default: {reply: "..."}       # used when no rule matches (no ``match``); without one,
                                   # an unmatched input fails the turn with a clear message
 
 Order of one rule's actions: wait, fail, delegate; once the delegation's result is back:
-artifacts, reply or chunks, ask. Templates are ``str.format`` strings over ``{input}``,
+artifacts, reply or chunks, ask. ``release_file`` holds the generation after its first
+chunk (checked every 20 ms) until the file exists: a test steers or cancels a generation
+that is certainly still running, or lets it finish by creating the file, whatever the
+machine's pace. Templates are ``str.format`` strings over ``{input}``,
 ``{0}`` (the whole match), ``{1}``... (groups), named groups, ``{question}`` (the question
 this input answers, after a HITL stop) and ``{result}`` (the delegation's result; only in a
 rule that delegates). Every template is checked at construction: a bad one is a
@@ -36,6 +41,7 @@ import binascii
 import re
 import string
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -56,6 +62,7 @@ from mas.runtime.models.echo import words
 from mas.runtime.turns import ArtifactEmitted
 
 _STRICT = ConfigDict(extra="forbid")
+RELEASE_POLL_SECONDS = 0.02
 _FORMATTER = string.Formatter()
 
 
@@ -108,6 +115,8 @@ class Rule(BaseModel):
     artifacts: list[ArtifactRule] = Field(default_factory=list)
     wait_ms: int = Field(default=0, ge=0, le=600_000)
     chunk_delay_ms: int = Field(default=0, ge=0, le=60_000)
+    release_file: str | None = Field(default=None, min_length=1)
+    release_timeout_ms: int = Field(default=60_000, ge=1, le=600_000)
     fail: str | None = None
 
     @model_validator(mode="after")
@@ -251,8 +260,23 @@ class ScriptedModel(ModelPlugin):
             if index and rule.chunk_delay_ms:
                 await asyncio.sleep(rule.chunk_delay_ms / 1000)
             yield TextChunk(chunk)
+            if index == 0 and rule.release_file is not None:
+                await _released(Path(rule.release_file), rule.release_timeout_ms)
         if rule.ask is not None:
             yield AskHuman(render(rule.ask))
+
+
+async def _released(path: Path, timeout_ms: int) -> None:
+    """Wait until ``path`` exists, at most ``timeout_ms``; a :class:`ModelError` after that."""
+    try:
+        async with asyncio.timeout(timeout_ms / 1000):
+            while not path.exists():
+                await asyncio.sleep(RELEASE_POLL_SECONDS)
+    except TimeoutError:
+        raise ModelError(
+            f"the scripted rule waited {timeout_ms} ms for its release_file {str(path)!r}, "
+            "which did not appear"
+        ) from None
 
 
 def _artifact(rule: ArtifactRule, render: Any) -> ArtifactEmitted:

@@ -11,7 +11,10 @@ into what the SDK's request handler takes:
   ``SubscribeToTask`` works from any replica) and ``DatabasePushNotificationConfigStore``
   (Fernet-encrypted at rest with the key of ``push_config_key_secret_key_ref``), on one
   SQLAlchemy engine: ``sqlite+aiosqlite:///file`` or ``postgresql+asyncpg://...``. The URL
-  (or the key) behind a ``secret_key_ref`` is read from ``secret_env_name(ref)``.
+  (or the key) behind a ``secret_key_ref`` is read from ``secret_env_name(ref)``. The
+  agent's conversations (session history, pending question) go to the same database
+  (:class:`~library_ioa.plugins.a2a.server.sql_history.SqlConversationStore`), so any
+  replica continues any conversation; with ``memory`` they stay in the agent's memory.
 
 Rules every variant keeps:
 
@@ -71,6 +74,7 @@ from library_ioa.plugins.a2a.server.final_state import (
 )
 from library_ioa.plugins.a2a.server.memory_store import BoundedMemoryTaskStore
 from library_ioa.plugins.a2a.server.runs import RunBook
+from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
 from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
 
@@ -104,6 +108,7 @@ class TaskStores:
     heartbeat: float = HEARTBEAT_SECONDS
     lease: float = LEASE_SECONDS
     runs: RunBook | None = None
+    history: SqlConversationStore | None = None
     _beating: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
@@ -192,6 +197,8 @@ async def _initialize(stores: TaskStores) -> None:
         await stores.event_stream.initialize()
     if isinstance(stores.push_config_store, DatabasePushNotificationConfigStore):
         await stores.push_config_store.initialize()
+    if stores.history is not None:
+        await stores.history.initialize()
 
 
 def _check_sqlite_directory(engine: AsyncEngine, shown: str) -> None:
@@ -332,6 +339,7 @@ def build_task_stores(
         heartbeat,
         lease,
         runs,
+        SqlConversationStore(engine, agent_id, shown_url=shown),
     )
 
 
