@@ -272,7 +272,7 @@ async def run_wrk(
     wrk: str, script: Path, url: str, duration: float, connections: int = CONNECTIONS
 ) -> Run:
     process = await asyncio.create_subprocess_exec(
-        wrk, "-t2", f"-c{connections}", f"-d{duration:g}s", "--timeout", "10s", "--latency",
+        wrk, f"-t{min(2, connections)}", f"-c{connections}", f"-d{duration:g}s", "--timeout", "10s", "--latency",
         "-s", str(script), url,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip

@@ -38,15 +38,38 @@ COMMAND_MODULES = (
 Handler = Callable[[argparse.Namespace], int]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser, one subcommand per module of :mod:`mas.ctl.commands`."""
+def _requested(argv: Sequence[str]) -> str | None:
+    """The module of the command ``argv`` names, when one is named before any help flag.
+
+    The top-level parser has flags only (``-v``), so the first other word is the command.
+    """
+    for word in argv:
+        if word in ("-h", "--help"):
+            return None
+        if not word.startswith("-"):
+            module = word.replace("-", "_")
+            return module if module in COMMAND_MODULES else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, one subcommand per module of :mod:`mas.ctl.commands`.
+
+    Given the command line, only the module of the command it names is imported (each pulls
+    in what it runs: the A2A server, gRPC, the TUI...); the others get a bare subparser, so a
+    usage error still lists every command. Without one (``mas-ctl --help``), all are loaded.
+    """
     parser = argparse.ArgumentParser(
         prog="mas-ctl", description="Run, serve and inspect a MAS Lab Application."
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    only = None if argv is None else _requested(argv)
     for name in COMMAND_MODULES:
-        importlib.import_module(f"mas.ctl.commands.{name}").register(sub)
+        if only is None or name == only:
+            importlib.import_module(f"mas.ctl.commands.{name}").register(sub)
+        else:
+            sub.add_parser(name.replace("_", "-"))
     return parser
 
 
@@ -58,8 +81,8 @@ def _fail(code: int, lines: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one mas-ctl command; returns (and, as a script, exits with) its exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(words).parse_args(words)
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -5,7 +5,13 @@ client. ``url``, ``headers`` and ``timeout`` come from the Application endpoint 
 (header values already resolved: Secret-backed ones are read by the host from the
 environment).
 
-One ``send``: resolve the peer's AgentCard (once, cached), send one message with
+One client per peer, kept for the life of the comm (HTTP keep-alive, one gRPC channel): the
+peer's AgentCard is resolved once; when it advertises a gRPC interface whose channel comes
+up within ``GRPC_CONNECT_WAIT`` seconds, sends go over gRPC (the endpoint's headers become
+call metadata), else over JSON-RPC or HTTP+JSON (a NetworkPolicy that admits only the HTTP
+port costs that wait once).
+
+One ``send``: send one message with
 ``contextId`` = the session id and the metadata ``mas.caller_call_id``,
 ``mas.correlation_id`` and ``mas.delegation_depth``, wait for the peer's turn to end (a
 blocking send; a task the peer leaves working is followed with ``SubscribeToTask``), all
@@ -25,16 +31,19 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import grpc
 import httpx
 from a2a.client import (
     A2ACardResolver,
     A2AClientError,
     A2AClientTimeoutError,
     Client,
+    ClientCallContext,
     ClientConfig,
     ClientFactory,
 )
 from a2a.types import (
+    AgentCard,
     GetTaskRequest,
     Message,
     Part,
@@ -45,7 +54,7 @@ from a2a.types import (
     Task,
     TaskState,
 )
-from a2a.utils.constants import TransportProtocol
+from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from library_ioa.plugins.a2a.parts import artifact_from_a2a, data_part, dict_to_struct, text_of
@@ -65,6 +74,17 @@ _STATUS = {
     TaskState.TASK_STATE_CANCELED: "canceled",
 }
 _UNREACHABLE = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, OSError)
+GRPC_CONNECT_WAIT = 1.0  # seconds for an advertised gRPC channel to come up before HTTP
+
+
+def grpc_interface(card: AgentCard) -> str | None:
+    """The gRPC target the card advertises (the current protocol version first), if any."""
+    targets = [
+        (i.protocol_version != PROTOCOL_VERSION_CURRENT, i.url)
+        for i in card.supported_interfaces
+        if i.protocol_binding == TransportProtocol.GRPC.value and i.url
+    ]
+    return min(targets)[1] if targets else None
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -72,6 +92,10 @@ def _causes(exc: BaseException) -> list[BaseException]:
     while chain[-1].__cause__ is not None and len(chain) < 20:
         chain.append(chain[-1].__cause__)
     return chain
+
+
+def _grpc_code(exc: BaseException) -> grpc.StatusCode | None:
+    return exc.code() if isinstance(exc, grpc.aio.AioRpcError) else None
 
 
 class A2AAgentComm(AgentCommContract):
@@ -92,9 +116,15 @@ class A2AAgentComm(AgentCommContract):
         self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
         self._http: httpx.AsyncClient | None = None
         self._client: Client | None = None
+        self._binding: str | None = None
         self._lock = asyncio.Lock()
         self._closed = False
         self._asking: dict[str, str] = {}  # session id -> the peer task waiting for input
+
+    @property
+    def protocol_binding(self) -> str | None:
+        """The binding sends use (``GRPC``, ``JSONRPC``, ``HTTP+JSON``); ``None`` before one."""
+        return self._binding
 
     async def _connect(self) -> Client:
         async with self._lock:
@@ -106,16 +136,55 @@ class A2AAgentComm(AgentCommContract):
                         headers=self._headers, timeout=httpx.Timeout(self.timeout + 1.0)
                     )
                 card = await A2ACardResolver(self._http, self.url).get_agent_card()
-                config = ClientConfig(
+                self._client = await self._open(card)
+            return self._client
+
+    async def _open(self, card: AgentCard) -> Client:
+        """A client on the peer's gRPC interface when it comes up in time, else on HTTP."""
+        target = grpc_interface(card)
+        if target is not None:
+            channel = self._channel(target)
+            try:
+                async with asyncio.timeout(GRPC_CONNECT_WAIT):
+                    await channel.channel_ready()
+            except TimeoutError:
+                await channel.close()
+                logger.info("peer %s: gRPC %s did not come up; using HTTP", self.url, target)
+            else:
+                self._binding = TransportProtocol.GRPC.value
+                grpc_config = ClientConfig(
                     streaming=False,
                     httpx_client=self._http,
-                    supported_protocol_bindings=[
-                        TransportProtocol.JSONRPC.value,
-                        TransportProtocol.HTTP_JSON.value,
-                    ],
+                    supported_protocol_bindings=[self._binding],
+                    grpc_channel_factory=lambda _: channel,
                 )
-                self._client = ClientFactory(config).create(card)
-            return self._client
+                return ClientFactory(grpc_config).create(card)
+        config = ClientConfig(
+            streaming=False,
+            httpx_client=self._http,
+            supported_protocol_bindings=[
+                TransportProtocol.JSONRPC.value,
+                TransportProtocol.HTTP_JSON.value,
+            ],
+        )
+        client = ClientFactory(config).create(card)
+        self._binding = next(
+            i.protocol_binding
+            for i in card.supported_interfaces
+            if i.protocol_binding in config.supported_protocol_bindings
+        )
+        return client
+
+    def _channel(self, target: str) -> grpc.aio.Channel:
+        if self.url.startswith("https://"):
+            return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials())
+        return grpc.aio.insecure_channel(target)
+
+    def _context(self) -> ClientCallContext | None:
+        """Per-call parameters: the endpoint's headers as gRPC metadata (HTTP has them already)."""
+        if self._binding != TransportProtocol.GRPC.value or not self._headers:
+            return None
+        return ClientCallContext(service_parameters=dict(self._headers))
 
     def _request(self, message: OutboundMessage) -> SendMessageRequest:
         parts = [Part(text=message.text)]
@@ -175,6 +244,8 @@ class A2AAgentComm(AgentCommContract):
         if unreachable is not None:
             reason = str(unreachable) or type(unreachable).__name__
             return PeerUnavailable(f"peer {self.url} is unavailable: {reason}")
+        if any(_grpc_code(e) == grpc.StatusCode.UNAVAILABLE for e in chain):
+            return PeerUnavailable(f"peer {self.url} is unavailable: gRPC UNAVAILABLE")
         if any(isinstance(e, httpx.TimeoutException) for e in chain):
             return PeerTimeout(f"peer {self.url} did not answer within {self.timeout:g}s")
         if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
@@ -185,7 +256,7 @@ class A2AAgentComm(AgentCommContract):
 
     async def _exchange(self, client: Client, request: SendMessageRequest) -> CommReply:
         result: StreamResponse | None = None
-        async for response in client.send_message(request):
+        async for response in client.send_message(request, context=self._context()):
             result = response
         if result is None:
             raise PeerProtocolError(f"peer {self.url} answered the send with nothing")
@@ -200,7 +271,8 @@ class A2AAgentComm(AgentCommContract):
 
     async def _follow(self, client: Client, task: Task) -> Task:
         """Wait on a task the peer left working (still within the send's timeout)."""
-        async for event in client.subscribe(SubscribeToTaskRequest(id=task.id)):
+        context = self._context()
+        async for event in client.subscribe(SubscribeToTaskRequest(id=task.id), context=context):
             state = None
             if event.HasField("status_update"):
                 state = event.status_update.status.state
@@ -208,7 +280,7 @@ class A2AAgentComm(AgentCommContract):
                 state = event.task.status.state
             if state in _STATUS:
                 break
-        return await client.get_task(GetTaskRequest(id=task.id))
+        return await client.get_task(GetTaskRequest(id=task.id), context=context)
 
     def _reply(self, task: Task) -> CommReply:
         status = _STATUS.get(task.status.state)

@@ -1,0 +1,141 @@
+"""The added latency of one A2A delegation hop, against a direct call to the remote agent.
+
+Two ``mas-ctl serve`` processes on 127.0.0.1, in the same run:
+
+- ``remote``: the echo model, with a gRPC port (``--http-only``: without one);
+- ``entry``: a scripted model that delegates every input to ``remote`` over A2A (its
+  ``agent_comm`` is ``a2a``: ``A2AAgentComm``, which sends over gRPC when the remote's card
+  advertises it, else JSON-RPC) and answers with the delegation's result.
+
+``wrk`` posts the same JSON-RPC ``SendMessage`` (protocol 1.0, a new ``messageId`` and so a
+new session per request) either to ``remote`` directly or to ``entry``, which sends it on
+to ``remote`` and back; alternating, round after round, at 1 and at 32 concurrent
+connections (sessions). Printed: p50/p99 of both and the difference (the hop: the entry's
+turn, its outbound client call, the remote's answer back), and the ratio of throughputs::
+
+    .venv/bin/python benchmarks/delegation_hop.py [--duration 8] [--rounds 3] [--http-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+from hot_path import LUA, Run, Server, ensure_wrk, free_port, run_wrk, start, stop
+
+HERE = Path(__file__).resolve().parent
+
+
+def application(entry_port: int, remote_port: int, grpc_port: int | None) -> dict[str, object]:
+    delegate = {"delegate": {"to": "remote", "message": "{input}"}, "reply": "{result}"}
+    return {
+        "apiVersion": "infra.maslab.io/v1",
+        "kind": "Application",
+        "metadata": {"name": "hop"},
+        "spec": {
+            "agency": {
+                "entry": "entry",
+                "agents": {
+                    "entry": {
+                        "spec": {
+                            "delegates_to": ["remote"],
+                            "model": {"type": "scripted", "params": {"default": delegate}},
+                        }
+                    },
+                    "remote": {"spec": {"model": {"type": "echo"}}},
+                },
+            },
+            "endpoints": {
+                "entry": {"url": f"http://127.0.0.1:{entry_port}", "usage": "deploy"},
+                "remote": {
+                    "url": f"http://127.0.0.1:{remote_port}",
+                    "usage": "use-and-deploy",
+                    "a2a": {"grpc_port": grpc_port} if grpc_port else {},
+                },
+            },
+        },
+    }
+
+
+def med(runs: list[Run], attr: str) -> float:
+    return statistics.median(getattr(r, attr) for r in runs)
+
+
+async def main(args: argparse.Namespace) -> int:
+    wrk = ensure_wrk()
+    errors = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "send.lua"
+        script.write_text(LUA)
+        env = {**os.environ, "MAS_CONTROL_DIR": str(Path(tmp) / "control"), "PYTHONUNBUFFERED": "1"}
+        ports = {"entry": free_port(), "remote": free_port()}
+        app = Path(tmp) / "hop.yaml"
+        grpc_port = None if args.http_only else free_port()
+        app.write_text(yaml.safe_dump(application(ports["entry"], ports["remote"], grpc_port)))
+        servers: dict[str, Server] = {}
+        try:
+            for name in ("remote", "entry"):
+                argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(app)]
+                argv += ["--agent", name, "--no-control"]
+                servers[name] = await start(
+                    name, argv, env, f"serving {name}", http_port=ports[name]
+                )
+            targets = {"direct": servers["remote"].url, "hop": servers["entry"].url}
+            for url in targets.values():  # warm up, and open the entry's client to remote
+                await run_wrk(wrk, script, url, 2)
+            for connections in args.connections:
+                series: dict[str, list[Run]] = {name: [] for name in targets}
+                for index in range(args.rounds):
+                    order = list(targets) if index % 2 == 0 else list(reversed(targets))
+                    for name in order:
+                        run = await run_wrk(wrk, script, targets[name], args.duration, connections)
+                        series[name].append(run)
+                        errors += run.errors
+                        print(
+                            f"c={connections} round {index + 1} {name:>6}: {run.rate:8.1f} req/s "
+                            f"p50 {run.p50:7.2f} ms p99 {run.p99:7.2f} ms errors {run.errors}",
+                            flush=True,
+                        )
+                direct, hop = series["direct"], series["hop"]
+                print(
+                    f"\n{connections} concurrent sessions (medians of {args.rounds} rounds): "
+                    f"direct p50 {med(direct, 'p50'):.2f} ms p99 {med(direct, 'p99'):.2f} ms; "
+                    f"via entry p50 {med(hop, 'p50'):.2f} ms p99 {med(hop, 'p99'):.2f} ms\n"
+                    f"  added by the hop: p50 {med(hop, 'p50') - med(direct, 'p50'):+.2f} ms, "
+                    f"p99 {med(hop, 'p99') - med(direct, 'p99'):+.2f} ms; throughput "
+                    f"hop/direct {med(hop, 'rate') / med(direct, 'rate'):.2f}x "
+                    f"(load average {os.getloadavg()[0]:.1f})\n",
+                    flush=True,
+                )
+        finally:
+            for server in servers.values():
+                await stop(server)
+    return 1 if errors else 0
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per run (default 8)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument(
+        "--http-only",
+        action="store_true",
+        help="the remote advertises no gRPC port, so the entry delegates over JSON-RPC",
+    )
+    parser.add_argument(
+        "--connections",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[1, 32],
+        help="comma-separated concurrent sessions (default 1,32)",
+    )
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(parse())))

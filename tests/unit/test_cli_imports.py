@@ -1,0 +1,112 @@
+"""mas-ctl loads only what the command it runs needs (docs/performance.md, cold start)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import EXAMPLES
+
+EXAMPLE = str(EXAMPLES / "agency.yaml")
+
+# Run in a fresh interpreter: which modules a command left in sys.modules, of these.
+PROBE = """
+import contextlib, io, json, sys
+from mas.ctl.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+watched = {watched!r}
+print(json.dumps({{"code": code, "loaded": sorted(m for m in watched if m in sys.modules)}}))
+"""
+
+SERVER_SIDE = [
+    "a2a.server.request_handlers",
+    "a2a.client",
+    "grpc",
+    "sqlalchemy",
+    "starlette.applications",
+    "uvicorn",
+    "httpx",
+    "curses",
+    "kubernetes",
+    "mas.ctl.session.tui_screen",
+    "mas.ctl.conformance",
+]
+
+
+def loaded_by(argv: list[str], watched: list[str]) -> tuple[int, list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(watched=watched), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    return int(result["code"]), list(result["loaded"])
+
+
+def test_validate_loads_no_server_client_sql_or_tui_module() -> None:
+    code, loaded = loaded_by(["validate", "-f", EXAMPLE], SERVER_SIDE)
+    assert code == 0
+    assert loaded == []
+
+
+def test_routes_loads_no_server_module() -> None:
+    code, loaded = loaded_by(["-v", "routes", "-f", EXAMPLE], SERVER_SIDE)
+    assert code == 0
+    assert loaded == []
+
+
+def test_serve_help_loads_no_tui_or_probe_module() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from mas.ctl.cli import build_parser; build_parser(['serve']); "
+            "print(sorted(m for m in ('curses', 'mas.ctl.session.tui_screen', "
+            "'mas.ctl.conformance', 'mas.ctl.session.modes') if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_top_level_help_still_lists_every_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mas.ctl.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0
+    for command, help_text in [
+        ("validate", "check an Application document"),
+        ("serve", "serve one deployed agent over A2A"),
+        ("run-mas", "run the whole agency in this process"),
+        ("tui", "the chat on a curses screen"),
+        ("conformance", "probe an agent's advertised A2A interfaces"),
+    ]:
+        assert command in done.stdout
+        assert help_text in done.stdout
+
+
+def test_an_unknown_command_still_names_every_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mas.ctl.cli", "valdate", "-f", EXAMPLE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "invalid choice: 'valdate'" in done.stderr
+    for command in ("'validate'", "'serve'", "'run-mas'", "'conformance'"):
+        assert command in done.stderr
+    assert "Traceback" not in done.stderr
