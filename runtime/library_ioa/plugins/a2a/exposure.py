@@ -75,8 +75,11 @@ from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener,
 from library_ioa.plugins.a2a.server.metrics import render
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
+from library_ioa.plugins.a2a.server.tracing import GrpcTracing, HttpTracing
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint
+from mas.telemetry import tracing
+from mas.telemetry.httpclient import traced_transport
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +143,9 @@ class A2AExposure:
         self.stores = task_stores or build_task_stores(agent_id, endpoint.a2a.task_store, push=push)
         push_store = self.stores.push_config_store
         if push and push_store is not None:
-            self._push_client = httpx.AsyncClient(timeout=10.0)
+            self._push_client = httpx.AsyncClient(
+                timeout=10.0, transport=traced_transport("a2a.push")
+            )
             push_sender = BasePushNotificationSender(
                 self._push_client, push_store, push_url_validator=push_url_validator
             )
@@ -187,6 +192,8 @@ class A2AExposure:
         corrected: Any = HttpCorrections(limited, rpc_path="/", rest_prefix=REST_PATH)
         if authenticator is not None:  # outermost: no body is read before authentication
             corrected = HttpAuth(corrected, authenticator)
+        if tracing.on():  # the request's span, around everything (server/tracing.py)
+            corrected = HttpTracing(corrected)
         self._http = HttpListener(
             corrected, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
         )
@@ -206,6 +213,8 @@ class A2AExposure:
             interceptors: list[Any] = [GrpcVersionCheck()]
             if authenticator is not None:
                 interceptors.insert(0, GrpcAuth(authenticator))
+            if tracing.on():
+                interceptors.insert(0, GrpcTracing())
             self._grpc = GrpcListener(
                 self._grpc_bind_host,
                 grpc_port,
