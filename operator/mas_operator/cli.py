@@ -31,6 +31,8 @@ from kubernetes.config import ConfigException
 
 from mas.infra.documents import read_yaml_file
 from mas.infra.errors import ApplicationInvalid, DocumentError
+from mas.telemetry import tracing
+from mas.telemetry.logs import LOG_FORMATS, LogFormatError, resolve_format, setup_logging
 from mas_operator.cards import check_published_cards
 from mas_operator.children import build_children
 from mas_operator.kube import api_message
@@ -104,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mas-operator", description="Reconcile infra.maslab.io/v1 Application resources."
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        help="text (default) or json: one object per line (default: $MAS_LOG_FORMAT)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run = sub.add_parser("run", help="run the operator")
     _add_namespace_scope(run, "watch this namespace (repeatable)", "watch every namespace")
@@ -243,10 +250,13 @@ def _run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO - 10 * min(args.verbose, 1),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    try:
+        log_format = resolve_format(args.log_format)
+        tracing.configure("mas-operator")  # on only when the OTEL_* variables ask
+    except (LogFormatError, tracing.TracingConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    setup_logging(logging.INFO - 10 * min(args.verbose, 1), log_format)
     try:
         code: int = args.handler(args)
         return code

@@ -26,6 +26,7 @@ from mas_operator.names import (
     selector_labels,
 )
 from mas_operator.plan import AgentPlan, Plan
+from mas_operator.telemetry import telemetry_env
 from mas_operator.volumes import task_store_volume
 
 CONTAINER = "runtime"
@@ -75,8 +76,9 @@ def serve_command(agent: AgentPlan) -> list[str]:
 
 
 def container_env(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
-    """User env (literal or Secret-backed) then one env var per referenced Secret key."""
+    """Telemetry env, user env (literal or Secret-backed), then one per referenced Secret key."""
     env: list[dict[str, Any]] = [{"name": "MAS_AGENT", "value": agent.agent}]
+    env += telemetry_env(plan, agent)  # traces and JSON logs, when the Application asks
     for item in plan.app.spec.runtime.env:
         if item.secret_key_ref is not None:
             ref = item.secret_key_ref

@@ -31,6 +31,7 @@ import urllib3
 from kubernetes.client import ApiException
 
 from mas.infra.models import API_GROUP, API_VERSION, PLURAL
+from mas.telemetry import tracing
 from mas_operator.backoff import (
     Retries,
     describe_delay,
@@ -118,8 +119,18 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
             raise RetryNotDue(f"{detail}; retrying in {describe_delay(wait)}", delay=wait)
         planned = ctx.retries.next_delay(uid)
         started = time.perf_counter()
+        attributes = {
+            "k8s.namespace.name": meta.get("namespace"),
+            "mas.application": meta.get("name"),
+            "mas.generation": generation,
+        }
         try:
-            outcome = await asyncio.to_thread(reconcile, ctx.cluster, snapshot, retry_in=planned)
+            with tracing.span("reconcile Application", attributes=attributes) as span:
+                outcome = await asyncio.to_thread(
+                    reconcile, ctx.cluster, snapshot, retry_in=planned
+                )
+                if span is not None:
+                    span.set_attribute("mas.phase", outcome.phase)
         except ApiException as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
             detail = f"the API server answered {exc.status}: {api_message(exc)}"

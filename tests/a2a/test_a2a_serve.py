@@ -186,10 +186,11 @@ async def test_serve_end_to_end(
         assert replies == {"JSONRPC": "worker said: via JSONRPC", "GRPC": "worker said: via GRPC"}
 
         metrics = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
-        assert (
-            'maslab_a2a_requests_total{agent="front",method="SendMessage",outcome="ok"} 2.0'
-            in metrics
-        )
+        for transport in ("JSONRPC", "GRPC"):
+            assert (
+                f'maslab_a2a_requests_total{{agent="front",method="SendMessage",'
+                f'outcome="ok",transport="{transport}"}} 1.0'
+            ) in metrics
         assert 'maslab_turns_total{agent="front",outcome="completed"} 2.0' in metrics
         assert 'maslab_turns_total{agent="worker",outcome="completed"} 2.0' in metrics
         assert (

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 
 from mas.infra.errors import ApplicationInvalid, DocumentError, OverrideError
 from mas.runtime.errors import RuntimeFailure
+from mas.telemetry import tracing
+from mas.telemetry.logs import LOG_FORMATS, LogFormatError, resolve_format, setup_logging
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -63,6 +65,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="mas-ctl", description="Run, serve and inspect a MAS Lab Application."
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        help="text (default) or json: one object per line (default: $MAS_LOG_FORMAT)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = None if argv is None else _requested(argv)
     for name in COMMAND_MODULES:
@@ -83,10 +90,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one mas-ctl command; returns (and, as a script, exits with) its exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(words).parse_args(words)
-    logging.basicConfig(
-        level=logging.WARNING - 10 * min(args.verbose, 2),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    try:
+        log_format = resolve_format(args.log_format)
+        # serve: the agent is the service; every other command is mas-ctl (OTEL_SERVICE_NAME wins)
+        tracing.configure(args.agent if args.command == "serve" else "mas-ctl")
+    except (LogFormatError, tracing.TracingConfigError) as exc:
+        return _fail(EXIT_USAGE, [f"error: {exc}"])
+    setup_logging(logging.WARNING - 10 * min(args.verbose, 2), log_format)
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -507,6 +507,46 @@ class NetworkPolicyOptions(Model):
     )
 
 
+class TracingSpec(Model):
+    """OpenTelemetry traces of the agent pods, exported over OTLP/HTTP (off by default)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!self.enabled || has(self.endpoint)",
+                    "message": "tracing.enabled needs tracing.endpoint (the OTLP/HTTP collector)",
+                },
+            ]
+        }
+    )
+
+    enabled: bool = Field(
+        default=False,
+        description="Export traces: the pods get the standard OTEL_* environment variables.",
+    )
+    endpoint: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$",
+        description="OTLP/HTTP base URL of the collector, e.g. "
+        "http://otel-collector.observability:4318 (OTEL_EXPORTER_OTLP_ENDPOINT).",
+    )
+    sampling_ratio: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="Fraction of new traces kept (parentbased_traceidratio): a request that "
+        "arrives traced keeps its caller's decision.",
+    )
+
+    @model_validator(mode="after")
+    def _endpoint_when_enabled(self) -> TracingSpec:
+        if self.enabled and self.endpoint is None:
+            raise ValueError("tracing.enabled needs tracing.endpoint (the OTLP/HTTP collector)")
+        return self
+
+
 class RuntimeSpec(Model):
     """What the operator needs to run the agent pods."""
 
@@ -521,6 +561,11 @@ class RuntimeSpec(Model):
     env: list[EnvVar] = Field(default_factory=list, max_length=MAX_LIST)
     service_account: str | None = Field(default=None, description="ServiceAccount of the pods.")
     network_policy: NetworkPolicyOptions = Field(default_factory=NetworkPolicyOptions)
+    tracing: TracingSpec = Field(default_factory=TracingSpec)
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines of the pods: text, or one JSON object per line (MAS_LOG_FORMAT).",
+    )
 
 
 class ConformanceSpec(Model):

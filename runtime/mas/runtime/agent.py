@@ -55,6 +55,7 @@ from mas.runtime.turns import (
     TurnInput,
     TurnRunner,
 )
+from mas.telemetry import tracing
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ class Agent(TurnRunner):
             max_history=max_history, max_sessions=max_sessions
         )
         self._saving: dict[str, asyncio.Task[str | None]] = {}
+        name = manifest.spec.model.params.get("model")
+        self._model_names = (manifest.spec.model.type, name if isinstance(name, str) else None)
 
     @property
     def conversations(self) -> ConversationStore:
@@ -145,17 +148,18 @@ class Agent(TurnRunner):
                 calls: list[ToolCall] = []
                 ask: str | None = None
                 try:
-                    async for output in self.model.generate(request):
-                        if isinstance(output, TextChunk):
-                            if output.text:
-                                state.generating.append(output.text)
-                                yield TextDelta(output.text)
-                        elif isinstance(output, ToolCall):
-                            calls.append(output)
-                        elif isinstance(output, AskHuman):
-                            ask = output.question
-                        elif isinstance(output, EmitArtifact):
-                            yield output.artifact
+                    with tracing.model_span(self.agent_id, *self._model_names):
+                        async for output in self.model.generate(request):
+                            if isinstance(output, TextChunk):
+                                if output.text:
+                                    state.generating.append(output.text)
+                                    yield TextDelta(output.text)
+                            elif isinstance(output, ToolCall):
+                                calls.append(output)
+                            elif isinstance(output, AskHuman):
+                                ask = output.question
+                            elif isinstance(output, EmitArtifact):
+                                yield output.artifact
                 except Exception as exc:
                     logger.warning("agent %s: model failed: %s", self.agent_id, exc)
                     _close_generation(state)

@@ -61,6 +61,7 @@ from library_ioa.plugins.a2a.parts import artifact_from_a2a, data_part, dict_to_
 from mas.runtime.boundary.agentcomm import AgentCommContract, CommReply, OutboundMessage
 from mas.runtime.errors import CommError, PeerProtocolError, PeerTimeout, PeerUnavailable
 from mas.runtime.turns import CALLER_CALL_ID, CORRELATION_ID, DELEGATION_DEPTH
+from mas.telemetry.httpclient import traced_transport
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +134,9 @@ class A2AAgentComm(AgentCommContract):
             if self._client is None:
                 if self._http is None:
                     self._http = httpx.AsyncClient(
-                        headers=self._headers, timeout=httpx.Timeout(self.timeout + 1.0)
+                        headers=self._headers,
+                        timeout=httpx.Timeout(self.timeout + 1.0),
+                        transport=traced_transport("a2a.peer"),  # None: untraced
                     )
                 card = await A2ACardResolver(self._http, self.url).get_agent_card()
                 self._client = await self._open(card)

@@ -83,9 +83,12 @@ from library_ioa.plugins.a2a.server.principals import GrpcPrincipals
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy
 from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
+from library_ioa.plugins.a2a.server.tracing import GrpcTracing, HttpTracing
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint
 from mas.runtime.agent import Agent
+from mas.telemetry import tracing
+from mas.telemetry.httpclient import traced_transport
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +157,9 @@ class A2AExposure:
             # (or this one after a restart) continues them.
             runner.keep_history_in(self.stores.history)
         if push and push_store is not None:
-            self._push_client = httpx.AsyncClient(timeout=10.0)
+            self._push_client = httpx.AsyncClient(
+                timeout=10.0, transport=traced_transport("a2a.push")
+            )
             push_sender = QueuedPushSender(  # off the event path (server/push_delivery.py)
                 self._push_client,
                 push_store,
@@ -208,6 +213,8 @@ class A2AExposure:
         corrected: Any = HttpCorrections(limited, rpc_path="/", rest_prefix=REST_PATH)
         if authenticator is not None:  # outermost: no body is read before authentication
             corrected = HttpAuth(corrected, authenticator)
+        if tracing.on():  # the request's span, around everything (server/tracing.py)
+            corrected = HttpTracing(corrected)
         self._http = HttpListener(
             corrected, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
         )
@@ -231,6 +238,8 @@ class A2AExposure:
             interceptors: list[Any] = [GrpcVersionCheck(), GrpcDecodeCheck()]
             if authenticator is not None:
                 interceptors.insert(0, GrpcAuth(authenticator))
+            if tracing.on():
+                interceptors.insert(0, GrpcTracing())
             self._grpc = GrpcListener(
                 self._grpc_bind_host,
                 grpc_port,

@@ -24,7 +24,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from mas.runtime import metrics
 from mas.runtime.boundary.control import (
@@ -36,6 +36,8 @@ from mas.runtime.boundary.control import (
 )
 from mas.runtime.errors import ControlError, MailboxClosed, MailboxFull
 from mas.runtime.turns import TextDelta, TurnEnded, TurnEvent, TurnInput, TurnRunner
+from mas.telemetry import tracing
+from mas.telemetry.logs import FIELDS
 
 __all__ = ["MailboxClosed", "MailboxFull", "SessionTurnMailbox", "TurnTicket"]
 
@@ -57,6 +59,8 @@ class TurnTicket:
         self._consumed = False
         self._deltas = 0
         self.discarded = 0  # how many of the first TextDeltas a replace steer withdrew
+        self.submitted_at = asyncio.get_running_loop().time()
+        self.trace_parent = tracing.capture()  # the submitter's span parents the turn's
 
     @property
     def result(self) -> asyncio.Future[TurnEnded]:
@@ -338,51 +342,85 @@ class SessionTurnMailbox(ControlContract):
         ticket._state = "running"
         turn, kept = ticket.turn, ""
         ended: TurnEnded | None = None
-        try:
-            while ended is None:
-                generation = _Generation(ticket)
-                session.current = generation
-                generation.task = loop.create_task(self._generate(turn, generation))
-                try:
-                    await asyncio.wait({generation.task})
-                except asyncio.CancelledError:
-                    generation.task.cancel()
-                    await asyncio.wait({generation.task})
-                    ended = TurnEnded(
-                        "canceled",
-                        text=kept + "".join(generation.text),
-                        message=f"agent {self._agent!r} shut down while the turn ran",
+        wait = started - ticket.submitted_at
+        span_of_turn = tracing.turn_span(self._agent, turn, ticket.trace_parent, wait)
+        with span_of_turn as span:
+            try:
+                while ended is None:
+                    generation = _Generation(ticket)
+                    session.current = generation
+                    generation.task = loop.create_task(self._generate(turn, generation))
+                    try:
+                        await asyncio.wait({generation.task})
+                    except asyncio.CancelledError:
+                        generation.task.cancel()
+                        await asyncio.wait({generation.task})
+                        ended = TurnEnded(
+                            "canceled",
+                            text=kept + "".join(generation.text),
+                            message=f"agent {self._agent!r} shut down while the turn ran",
+                        )
+                        raise
+                    if generation.interrupt is None and not generation.task.cancelled():
+                        done = generation.task.result()
+                        # a question stays the question; any other end carries the kept prefix
+                        keep = kept and done.status != "input_required"
+                        ended = replace(done, text=kept + done.text) if keep else done
+                        continue
+                    interrupt = generation.interrupt or _Interrupt("cancel")
+                    if interrupt.kind == "cancel":
+                        ended = TurnEnded(
+                            "canceled",
+                            text=kept + "".join(generation.text),
+                            message=f"turn {ticket.turn.turn_id!r} was canceled while it ran",
+                        )
+                        continue
+                    if interrupt.kind == "preempt":
+                        kept += "".join(generation.text)
+                    else:
+                        kept = ""
+                        ticket._discard_streamed()
+                    metadata = {**ticket.turn.metadata, STEER_METADATA_KEY: interrupt.kind}
+                    turn = TurnInput(
+                        session.session_id, interrupt.turn_id, interrupt.text, metadata=metadata
                     )
-                    raise
-                if generation.interrupt is None and not generation.task.cancelled():
-                    done = generation.task.result()
-                    # a question stays the question; any other end carries the kept prefix
-                    keep = kept and done.status != "input_required"
-                    ended = replace(done, text=kept + done.text) if keep else done
-                    continue
-                interrupt = generation.interrupt or _Interrupt("cancel")
-                if interrupt.kind == "cancel":
-                    ended = TurnEnded(
-                        "canceled",
-                        text=kept + "".join(generation.text),
-                        message=f"turn {ticket.turn.turn_id!r} was canceled while it ran",
-                    )
-                    continue
-                if interrupt.kind == "preempt":
-                    kept += "".join(generation.text)
-                else:
-                    kept = ""
-                    ticket._discard_streamed()
-                metadata = {**ticket.turn.metadata, STEER_METADATA_KEY: interrupt.kind}
-                turn = TurnInput(
-                    session.session_id, interrupt.turn_id, interrupt.text, metadata=metadata
-                )
-        finally:
-            session.current = None
-            final = ended or TurnEnded("canceled", message="the turn was abandoned")
-            metrics.TURNS.labels(self._agent, final.status).inc()
-            metrics.TURN_LATENCY.labels(self._agent).observe(loop.time() - started)
-            ticket._finish(final)
+            finally:
+                session.current = None
+                final = ended or TurnEnded("canceled", message="the turn was abandoned")
+                metrics.TURNS.labels(self._agent, final.status).inc()
+                elapsed = loop.time() - started
+                metrics.TURN_LATENCY.labels(self._agent).observe(elapsed)
+                ticket._finish(final)
+                self._report(ticket, final, elapsed, wait, span)
+
+    def _report(
+        self, ticket: TurnTicket, ended: TurnEnded, elapsed: float, wait: float, span: Any
+    ) -> None:
+        """The turn's INFO line (and its span's outcome when traced)."""
+        if span is not None:
+            tracing.end_turn(span, ended.status, ended.message)
+        if logger.isEnabledFor(logging.INFO):
+            turn = ticket.turn
+            logger.info(
+                "turn %s of agent %s session %s: %s in %.1f ms (queued %.1f ms)",
+                turn.turn_id,
+                self._agent,
+                turn.session_id,
+                ended.status,
+                elapsed * 1000,
+                wait * 1000,
+                extra={
+                    FIELDS: {
+                        "event": "turn",
+                        "agent": self._agent,
+                        "session_id": turn.session_id,
+                        "turn_id": turn.turn_id,
+                        "outcome": ended.status,
+                        "duration_ms": round(elapsed * 1000, 3),
+                        "queue_wait_ms": round(wait * 1000, 3),
+                    }
+                },
+            )
 
     async def _generate(self, turn: TurnInput, generation: _Generation) -> TurnEnded:
         stream: AsyncIterator[TurnEvent] | None = None

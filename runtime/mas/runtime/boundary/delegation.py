@@ -36,6 +36,7 @@ from mas.runtime import metrics
 from mas.runtime.boundary.agentcomm import AgentCommContract, OutboundMessage
 from mas.runtime.errors import CommError
 from mas.runtime.turns import ArtifactEmitted
+from mas.telemetry import tracing
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +192,12 @@ class DelegationContract:
             data=data,
         )
         try:
-            reply = await self._comms[target].send(outbound)
+            with tracing.span(
+                f"delegate {target}",
+                kind="client",
+                attributes=self._span_attributes(target, outbound, turn_id),
+            ):
+                reply = await self._comms[target].send(outbound)
         except CommError as exc:
             logger.warning("delegation %s -> %s failed: %s", self.source, target, exc)
             metrics.DELEGATIONS.labels(self.source, target, "comm_error").inc()
@@ -219,6 +225,21 @@ class DelegationContract:
         if reply.status == "input_required":
             text = f"agent {target!r} needs more input (delegate again to answer): {reply.text}"
         return ToolResult(tool_name, target, call_id, True, text, reply.status, reply.artifacts)
+
+    def _span_attributes(
+        self, target: str, outbound: OutboundMessage, turn_id: str
+    ) -> dict[str, object] | None:
+        if not tracing.on():
+            return None
+        return {
+            tracing.MAS_AGENT: self.source,
+            tracing.MAS_TURN_ID: turn_id,
+            "mas.delegation.target": target,
+            "mas.delegation.comm": type(self._comms[target]).__name__,
+            "mas.delegation.depth": outbound.depth,
+            "mas.delegation.call_id": outbound.call_id,
+            tracing.MAS_SESSION_ID: outbound.session_id,
+        }
 
     def _refused(self, tool: str, target: str | None, call_id: str, why: str) -> ToolResult:
         metrics.DELEGATIONS.labels(self.source, target or "unknown", "refused").inc()

@@ -174,9 +174,12 @@ class FastSendHandler(CountingRequestHandler):
             or not fast_eligible(params)
         ):
             return await self._unary(
-                "SendMessage", DefaultRequestHandler.on_message_send(self, params, context)
+                "SendMessage",
+                DefaultRequestHandler.on_message_send(self, params, context),
+                context,
+                params,
             )
-        return await self._unary("SendMessage", self._send(params, context))
+        return await self._unary("SendMessage", self._send(params, context), context, params)
 
     async def _send(self, params: SendMessageRequest, context: Any) -> Any:
         # The SDK's checks, in its order (validate_request_params, then _setup_active_task).
@@ -244,8 +247,11 @@ class FastSendHandler(CountingRequestHandler):
             return self._stream(
                 "SendStreamingMessage",
                 DefaultRequestHandler.on_message_send_stream(self, params, context),
+                context,
+                params,
             )
-        return self._stream("SendStreamingMessage", _one_by_one(self._fast_stream(params, context)))
+        fast = _one_by_one(self._fast_stream(params, context))
+        return self._stream("SendStreamingMessage", fast, context, params)
 
     def message_stream_batches(
         self, params: Any, context: Any
@@ -256,8 +262,12 @@ class FastSendHandler(CountingRequestHandler):
             return self._stream(
                 "SendStreamingMessage",
                 _in_lists(DefaultRequestHandler.on_message_send_stream(self, params, context)),
+                context,
+                params,
             )
-        return self._stream("SendStreamingMessage", self._fast_stream(params, context))
+        return self._stream(
+            "SendStreamingMessage", self._fast_stream(params, context), context, params
+        )
 
     async def _fast_stream(
         self, params: SendMessageRequest, context: Any
@@ -341,7 +351,9 @@ class FastSendHandler(CountingRequestHandler):
         run = self._runs.get(params.id) if isinstance(params, CancelTaskRequest) else None
         if run is None:
             return await super().on_cancel_task(params, context)
-        return await self._unary("CancelTask", self._cancel_run(run, params, context))
+        return await self._unary(
+            "CancelTask", self._cancel_run(run, params, context), context, params
+        )
 
     async def _cancel_run(self, run: StreamRun, params: CancelTaskRequest, context: Any) -> Task:
         if not has_required_fields(params):
@@ -360,7 +372,9 @@ class FastSendHandler(CountingRequestHandler):
         run = self._runs.get(params.id) if isinstance(params, SubscribeToTaskRequest) else None
         if run is None:
             return super().on_subscribe_to_task(params, context)
-        return self._stream("SubscribeToTask", self._resubscribe(run, params, context))
+        return self._stream(
+            "SubscribeToTask", self._resubscribe(run, params, context), context, params
+        )
 
     async def _resubscribe(
         self, run: StreamRun, params: SubscribeToTaskRequest, context: Any

@@ -15,6 +15,7 @@ from a2a.utils.errors import A2AError
 
 from library_ioa.plugins.a2a.server.executor import STREAMING_STATE
 from library_ioa.plugins.a2a.server.metrics import A2A_REQUEST_SECONDS, A2A_REQUESTS
+from library_ioa.plugins.a2a.server.tracing import request_done, transport_of
 
 T = TypeVar("T")
 
@@ -24,84 +25,120 @@ def _outcome(exc: BaseException) -> str:
 
 
 class CountingRequestHandler(DefaultRequestHandler):
-    """``DefaultRequestHandler`` plus ``maslab_a2a_requests_total{agent,method,outcome}``."""
+    """``DefaultRequestHandler`` plus ``maslab_a2a_requests_total{agent,method,transport,outcome}``,
+    the request's span attributes and its INFO line (``server/tracing.py``)."""
 
     def __init__(self, *args: Any, agent_id: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.agent_id = agent_id
 
-    async def _unary(self, method: str, call: Awaitable[T]) -> T:
+    async def _unary(
+        self, method: str, call: Awaitable[T], context: Any = None, params: Any = None
+    ) -> T:
         started = time.perf_counter()
         try:
             result = await call
         except BaseException as exc:
-            A2A_REQUESTS.labels(self.agent_id, method, _outcome(exc)).inc()
+            self._done(method, _outcome(exc), started, context=context, params=params, result=None)
             raise
-        finally:
-            A2A_REQUEST_SECONDS.labels(self.agent_id, method).observe(time.perf_counter() - started)
-        A2A_REQUESTS.labels(self.agent_id, method, "ok").inc()
+        self._done(method, "ok", started, context=context, params=params, result=result)
         return result
 
+    def _done(
+        self, method: str, outcome: str, started: float, *, context: Any, params: Any, result: Any
+    ) -> None:
+        seconds = time.perf_counter() - started
+        transport = transport_of(context)
+        A2A_REQUESTS.labels(self.agent_id, method, transport, outcome).inc()
+        A2A_REQUEST_SECONDS.labels(self.agent_id, method).observe(seconds)
+        request_done(self.agent_id, method, transport, outcome, seconds, params, result)
+
     async def _stream(
-        self, method: str, stream: AsyncGenerator[Any, None]
+        self,
+        method: str,
+        stream: AsyncGenerator[Any, None],
+        context: Any = None,
+        params: Any = None,
     ) -> AsyncGenerator[Any, None]:
         started = time.perf_counter()
-        outcome = "ok"
+        outcome, first = "ok", None
         try:
             async for item in stream:
+                if first is None:
+                    first = item[0] if isinstance(item, list) and item else item
                 yield item
         except BaseException as exc:
             outcome = _outcome(exc)
             raise
         finally:
-            A2A_REQUESTS.labels(self.agent_id, method, outcome).inc()
-            A2A_REQUEST_SECONDS.labels(self.agent_id, method).observe(time.perf_counter() - started)
+            self._done(method, outcome, started, context=context, params=params, result=first)
 
     async def on_message_send(self, params: Any, context: Any) -> Any:
         context.state[STREAMING_STATE] = False
-        return await self._unary("SendMessage", super().on_message_send(params, context))
+        return await self._unary(
+            "SendMessage", super().on_message_send(params, context), context, params
+        )
 
     def on_message_send_stream(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
         context.state[STREAMING_STATE] = True
-        return self._stream("SendStreamingMessage", super().on_message_send_stream(params, context))
+        return self._stream(
+            "SendStreamingMessage", super().on_message_send_stream(params, context), context, params
+        )
 
     async def on_get_task(self, params: Any, context: Any) -> Any:
-        return await self._unary("GetTask", super().on_get_task(params, context))
+        return await self._unary("GetTask", super().on_get_task(params, context), context, params)
 
     async def on_list_tasks(self, params: Any, context: Any) -> Any:
-        return await self._unary("ListTasks", super().on_list_tasks(params, context))
+        return await self._unary(
+            "ListTasks", super().on_list_tasks(params, context), context, params
+        )
 
     async def on_cancel_task(self, params: Any, context: Any) -> Any:
-        return await self._unary("CancelTask", super().on_cancel_task(params, context))
+        return await self._unary(
+            "CancelTask", super().on_cancel_task(params, context), context, params
+        )
 
     def on_subscribe_to_task(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
-        return self._stream("SubscribeToTask", super().on_subscribe_to_task(params, context))
+        return self._stream(
+            "SubscribeToTask", super().on_subscribe_to_task(params, context), context, params
+        )
 
     async def on_create_task_push_notification_config(self, params: Any, context: Any) -> Any:
         return await self._unary(
             "CreateTaskPushNotificationConfig",
             super().on_create_task_push_notification_config(params, context),
+            context,
+            params,
         )
 
     async def on_get_task_push_notification_config(self, params: Any, context: Any) -> Any:
         return await self._unary(
             "GetTaskPushNotificationConfig",
             super().on_get_task_push_notification_config(params, context),
+            context,
+            params,
         )
 
     async def on_list_task_push_notification_configs(self, params: Any, context: Any) -> Any:
         return await self._unary(
             "ListTaskPushNotificationConfigs",
             super().on_list_task_push_notification_configs(params, context),
+            context,
+            params,
         )
 
     async def on_delete_task_push_notification_config(self, params: Any, context: Any) -> Any:
         return await self._unary(
             "DeleteTaskPushNotificationConfig",
             super().on_delete_task_push_notification_config(params, context),
+            context,
+            params,
         )
 
     async def on_get_extended_agent_card(self, params: Any, context: Any) -> Any:
         return await self._unary(
-            "GetExtendedAgentCard", super().on_get_extended_agent_card(params, context)
+            "GetExtendedAgentCard",
+            super().on_get_extended_agent_card(params, context),
+            context,
+            params,
         )

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the A2A ingress: requests by method and outcome.
+"""Prometheus metrics of the A2A ingress: requests by method, transport and outcome.
 
 Registered on the runtime's registry (:data:`mas.runtime.metrics.REGISTRY`), beside the
 turn, queue-depth, latency and delegation metrics, so one ``/metrics`` shows them all.
@@ -16,9 +16,9 @@ A2A_REGISTRY = REGISTRY
 
 A2A_REQUESTS = Counter(
     "maslab_a2a_requests",
-    "A2A requests handled, by agent, method (the protocol 1.0 name) and outcome "
-    "(ok, or the A2A error type).",
-    ("agent", "method", "outcome"),
+    "A2A requests handled, by agent, method (the protocol 1.0 name), transport (JSONRPC, "
+    "HTTP+JSON or GRPC) and outcome (ok, or the A2A error type).",
+    ("agent", "method", "transport", "outcome"),
     registry=A2A_REGISTRY,
 )
 
