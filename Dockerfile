@@ -6,12 +6,16 @@
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY runtime/ runtime/
-COPY operator/ operator/
+# Dependencies first, from pyproject.toml alone, so a source change reuses this layer.
+COPY pyproject.toml ./
 RUN python -m venv /opt/maslab \
  && /opt/maslab/bin/pip install --upgrade pip \
- && /opt/maslab/bin/pip install . \
+ && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+ && /opt/maslab/bin/pip install -r /tmp/requirements.txt
+COPY README.md ./
+COPY runtime/ runtime/
+COPY operator/ operator/
+RUN /opt/maslab/bin/pip install --no-deps . \
  && /opt/maslab/bin/mas-operator --help >/dev/null \
  && /opt/maslab/bin/mas-ctl --help >/dev/null
 

@@ -1,0 +1,179 @@
+"""The deployed example on the node: the helm release, the Application, an A2A client.
+
+``operator_release`` and ``desk`` (session fixtures in conftest.py) follow the README: `helm
+install` of charts/mas-operator with the built image, then the example Application applied
+(server-side, as `kubectl apply --server-side` does) and waited for until Ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.helpers import get_message_text
+from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse
+from kubernetes import client as k8s
+
+from .cluster import NodeCluster
+from .support import (
+    APP_GROUP,
+    APP_PLURAL,
+    APP_VERSION,
+    CHART,
+    ClusterDNSTransport,
+    eventually,
+    example_in_cluster,
+    helm,
+    scripted_concierge,
+)
+
+RELEASE, OPERATOR_NS, NS = "mas", "mas-system", "research"
+
+
+@dataclass
+class Desk:
+    node: NodeCluster
+    name: str
+    doc: dict[str, Any]
+
+    @property
+    def custom(self) -> Any:
+        return k8s.CustomObjectsApi(self.node.api_client())
+
+    @property
+    def core(self) -> Any:
+        return k8s.CoreV1Api(self.node.api_client())
+
+    def app(self) -> dict[str, Any]:
+        obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            APP_GROUP, APP_VERSION, NS, APP_PLURAL, self.name
+        )
+        return obj
+
+    def condition(self, type_: str) -> dict[str, Any] | None:
+        conds = (self.app().get("status") or {}).get("conditions") or []
+        return next((c for c in conds if c["type"] == type_), None)
+
+    def wait_condition(self, type_: str, status: str = "True", timeout: float = 300) -> None:
+        def holds() -> bool:
+            c = self.condition(type_)
+            return c is not None and c["status"] == status
+
+        eventually(holds, f"{type_}={status} on {self.name}: {self.condition(type_)}", timeout)
+
+    def ready_at(self, generation: int) -> bool:
+        """Ready=True for ``generation`` (or later) with every agent pod ready."""
+        ready = self.condition("Ready") or {}
+        pods = [p for agent in ("concierge", "researcher") for p in self.pods(agent)]
+        return bool(
+            ready.get("status") == "True"
+            and (ready.get("observedGeneration") or 0) >= generation
+            and pods
+            and all(pod_ready(p) for p in pods)
+        )
+
+    def apply(self, doc: dict[str, Any]) -> int:
+        """Server-side apply of the Application (`kubectl apply --server-side`); its generation."""
+        self.node.control_plane.apply_yaml(doc, field_manager="kubectl")
+        self.doc = doc
+        generation: int = self.app()["metadata"]["generation"]
+        return generation
+
+    def scripted(self) -> None:
+        """The concierge delegating ``research <topic>`` to the researcher, rolled out and Ready."""
+        generation = self.apply(scripted_concierge(copy.deepcopy(self.doc)))
+        eventually(lambda: self.ready_at(generation), f"generation {generation} Ready")
+
+    def pods(self, agent: str) -> list[Any]:
+        selector = f"maslab.io/agent={agent}"
+        items: list[Any] = self.core.list_namespaced_pod(NS, label_selector=selector).items
+        return [p for p in items if p.metadata.deletion_timestamp is None]
+
+    def card_url(self, agent: str) -> str:
+        url: str = self.app()["status"]["agents"][agent]["card_url"]
+        return url
+
+
+@pytest.fixture(scope="session")
+def operator_release(node_cluster: NodeCluster) -> Iterator[str]:
+    """`helm install` of charts/mas-operator (CRD, RBAC, the operator) with the built image."""
+    done = helm(
+        node_cluster.kubeconfig,
+        "install",
+        RELEASE,
+        str(CHART),
+        "-n",
+        OPERATOR_NS,
+        "--create-namespace",
+        "--set",
+        "conformance.test.enabled=true",
+        "--wait",
+        "--timeout",
+        "10m",
+    )
+    assert done.returncode == 0, f"helm install failed:\n{done.stdout}\n{done.stderr}"
+    yield RELEASE
+    helm(node_cluster.kubeconfig, "uninstall", RELEASE, "-n", OPERATOR_NS, "--wait")
+
+
+@pytest.fixture(scope="session")
+def desk(node_cluster: NodeCluster, operator_release: str) -> Desk:
+    """The example Application applied in namespace `research` and Ready."""
+    core = k8s.CoreV1Api(node_cluster.api_client())
+    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=NS)))
+    doc = example_in_cluster(NS)
+    node_cluster.control_plane.apply_yaml(doc, field_manager="kubectl")
+    desk = Desk(node_cluster, doc["metadata"]["name"], doc)
+    desk.wait_condition("Ready", timeout=600)
+    return desk
+
+
+def reply_text(response: StreamResponse) -> str:
+    if response.HasField("message"):
+        return get_message_text(response.message)
+    return get_message_text(response.task.status.message)
+
+
+@contextlib.asynccontextmanager
+async def a2a_client(card_url: str) -> AsyncIterator[Client]:
+    """The a2a-sdk client on the host, following the card's advertised (Service) URL."""
+    base = card_url.split("/.well-known/", 1)[0]
+    async with httpx.AsyncClient(transport=ClusterDNSTransport(), timeout=60) as http:
+        config = ClientConfig(
+            streaming=False, httpx_client=http, supported_protocol_bindings=["JSONRPC"]
+        )
+        client = await ClientFactory(config).create_from_url(base)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+async def ask(client: Client, text: str) -> str:
+    message = Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)])
+    async with asyncio.timeout(60):
+        responses = [r async for r in client.send_message(SendMessageRequest(message=message))]
+    return reply_text(responses[-1])
+
+
+def pod_ready(pod: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def researcher_turns(desk: Desk) -> float:
+    """maslab_turns_total of the researcher's pods, scraped from their metrics port."""
+    total = 0.0
+    for pod in desk.pods("researcher"):
+        text = httpx.get(f"http://{pod.status.pod_ip}:9090/metrics", timeout=5).text
+        for line in text.splitlines():
+            if line.startswith("maslab_turns_total{") and 'agent="researcher"' in line:
+                total += float(line.rsplit(" ", 1)[1])
+    return total

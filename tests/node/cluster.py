@@ -1,0 +1,362 @@
+"""A real node beside the envtest control plane: containerd, kubelet, scheduler, proxy, DNS.
+
+``NodeCluster`` starts the envtest :class:`~envtest.controlplane.ControlPlane` (its API
+server listening on every address, so pods reach it through the ``kubernetes`` Service),
+then containerd (runc, cgroupfs, the bridge CNI), CoreDNS, kube-scheduler, kube-proxy
+(iptables) and a kubelet registered as node ``masnode``, and imports the pause image and
+the project image into containerd. Everything runs as child processes with a work
+directory; :meth:`NodeCluster.stop` kills the containers, removes the bridge, the route and
+kube-proxy's iptables chains, and restores the two sysctls it set::
+
+    with NodeCluster() as node:
+        api = kubernetes.client.CoreV1Api(node.api_client())
+
+Needs root. :func:`node_available` says what is missing and how to get it.
+Environment: ``MAS_NODE_DIR`` (the binaries, default what ``scripts/build-node`` builds),
+``MAS_NODE_IMAGE_ARCHIVE`` (the image, default what ``scripts/build-image`` built),
+``MAS_ENVTEST_KEEP=1`` keeps the work directory and its logs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.envtest.controlplane import ControlPlane, binaries_available, free_port
+
+from . import configs, host
+from .configs import BRIDGE, GATEWAY, NODE_NAME, SERVICE_CIDR, Layout
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[2]
+NODE_BINARIES = ("kubelet", "kube-scheduler", "kube-proxy", "coredns", "kube-router")
+HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ipset", "ip")
+LOCK = Path("/run/maslab-node.lock")
+CACHE = Path.home() / ".cache" / "maslab" / "node"
+
+
+class NodeError(RuntimeError):
+    """The node could not be started (the message names the step and has log tails)."""
+
+
+def node_binaries_dir() -> Path:
+    env = os.environ.get("MAS_NODE_DIR")
+    return Path(env) if env else CACHE / "bin-v1.34.4"
+
+
+def image_archive() -> Path | None:
+    env = os.environ.get("MAS_NODE_IMAGE_ARCHIVE")
+    if env:
+        return Path(env)
+    found = sorted(CACHE.glob("image-*.docker.tar"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def node_available() -> tuple[bool, str]:
+    """``(True, "")`` when this machine can run the node tier, else ``(False, why and how)``."""
+    ok, why = binaries_available()
+    if not ok:
+        return False, why
+    if os.geteuid() != 0:
+        return False, "the node tier needs root (containerd, network namespaces, iptables)"
+    missing = [t for t in HOST_TOOLS if shutil.which(t) is None]
+    if not (Path(configs.CNI_BIN_DIR) / "bridge").exists():
+        missing.append(f"{configs.CNI_BIN_DIR}/bridge")
+    if missing:
+        return False, (
+            f"missing host tools: {', '.join(missing)}; run scripts/install-system-deps "
+            "(containerd, runc, containernetworking-plugins, iptables)"
+        )
+    if not Path("/sys/fs/cgroup").is_dir() or not Path("/proc/sys/net/bridge").is_dir():
+        return False, "no cgroup file system or no br_netfilter: this machine cannot run pods"
+    bins = node_binaries_dir()
+    absent = [b for b in (*NODE_BINARIES, "pause.docker.tar") if not (bins / b).exists()]
+    if absent:
+        return False, (
+            f"node binaries missing in {bins}: {', '.join(absent)}; build them with "
+            "scripts/build-node (or set MAS_NODE_DIR)"
+        )
+    archive = image_archive()
+    if archive is None or not archive.exists():
+        return False, (
+            "no project image archive: build it with scripts/build-image "
+            "(or set MAS_NODE_IMAGE_ARCHIVE)"
+        )
+    return True, ""
+
+
+class NodeCluster:
+    """The control plane plus one real node; a context manager."""
+
+    def __init__(self, *, start_timeout: float = 240.0) -> None:
+        self.start_timeout = start_timeout
+        self.control_plane = ControlPlane(
+            # Pods reach the API server at the bridge address (the `kubernetes` EndpointSlice).
+            extra_apiserver_args=["--bind-address=0.0.0.0"],
+        )
+        self.bins = node_binaries_dir()
+        self.layout: Layout | None = None
+        self._procs: list[host.Child] = []
+        self._lock_fd: int | None = None
+        self._sysctls: dict[str, str] = {}
+        self._network_policy = False
+        self._started = False
+
+    def __enter__(self) -> NodeCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- clients -----------------------------------------------------------------------
+
+    def api_client(self) -> Any:
+        return self.control_plane.api_client()
+
+    def env(self) -> dict[str, str]:
+        return self.control_plane.env()
+
+    @property
+    def kubeconfig(self) -> Path:
+        assert self.control_plane.kubeconfig_path is not None
+        return self.control_plane.kubeconfig_path
+
+    def logs(self) -> dict[str, Path]:
+        return {**self.control_plane.logs, **{p.name: p.log_path for p in self._procs}}
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> NodeCluster:
+        ok, why = node_available()
+        if not ok:
+            raise NodeError(why)
+        self._lock_fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)  # one node per machine: one bridge name
+        self._started = True
+        deadline = time.monotonic() + self.start_timeout
+        try:
+            self._network_up()
+            self.control_plane.start()
+            work = self.control_plane.work_dir
+            assert work is not None
+            self.layout = Layout(
+                work=work / "node",
+                kubeconfig=self.kubeconfig,
+                kubelet_port=free_port(),
+                kubelet_healthz_port=free_port(),
+                scheduler_port=free_port(),
+                proxy_healthz_port=free_port(),
+                proxy_metrics_port=free_port(),
+                dns_health_port=free_port(),
+                dns_ready_port=free_port(),
+            )
+            self._write_configs()
+            host.publish_apiserver(self.api_client(), GATEWAY, self.control_plane.server_url)
+            self._start_containerd(deadline)
+            self._start_dns(deadline)
+            self._start_scheduler(deadline)
+            self._start_proxy(deadline)
+            self._start_kubelet(deadline)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        lay = self.layout
+        kubelet = next((p for p in self._procs if p.name == "kubelet"), None)
+        if kubelet is not None:
+            kubelet.stop()
+        if lay is not None and lay.containerd_socket.exists():
+            host.kill_containers(lay.containerd_socket)
+        for p in reversed(self._procs):
+            p.stop()
+        if lay is not None:
+            host.kill_shims(lay.containerd_socket)
+            host.unmount_under(lay.work)
+        self._network_down()
+        self.control_plane.stop()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # -- steps -------------------------------------------------------------------------
+
+    def _network_up(self) -> None:
+        for key in ("net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"):
+            self._sysctls[key] = host.sysctl(key, "1")
+        host.run("ip", "link", "del", BRIDGE, check=False)  # a crashed run's leftover
+        host.run("ip", "link", "add", BRIDGE, "type", "bridge")
+        host.run("ip", "addr", "add", f"{GATEWAY}/24", "dev", BRIDGE)
+        host.run("ip", "link", "set", BRIDGE, "up")
+        # The host reaches ClusterIPs through the bridge (kube-proxy's OUTPUT rules DNAT them).
+        host.run("ip", "route", "replace", SERVICE_CIDR, "dev", BRIDGE, "src", GATEWAY)
+
+    def _network_down(self) -> None:
+        host.run("ip", "route", "del", SERVICE_CIDR, check=False)
+        host.run("ip", "link", "del", BRIDGE, check=False)
+        proxy = self.bins / "kube-proxy"
+        if proxy.exists():
+            host.run(str(proxy), "--cleanup", check=False)
+        if self._network_policy:
+            host.run(str(self.bins / "kube-router"), "--cleanup-config", check=False)
+            self._network_policy = False
+        for key, value in self._sysctls.items():
+            host.sysctl(key, value)
+        self._sysctls.clear()
+
+    def _write_configs(self) -> None:
+        lay = self.layout
+        assert lay is not None
+        for d in ("containerd", "cni", "cni-ipam", "kubelet", "logs"):
+            (lay.work / d).mkdir(parents=True, exist_ok=True)
+        (lay.work / "containerd.toml").write_text(configs.containerd_config(lay))
+        (lay.cni_conf_dir / "10-masnode.conflist").write_text(configs.cni_config(lay))
+        (lay.work / "kubelet.yaml").write_text(configs.kubelet_config(lay))
+        (lay.work / "kube-proxy.yaml").write_text(configs.kube_proxy_config(lay))
+        (lay.work / "Corefile").write_text(configs.corefile(lay))
+        (lay.work / "resolv.conf").write_text(configs.resolv_conf())
+
+    def _spawn(self, name: str, *argv: str) -> host.Child:
+        assert self.layout is not None
+        child = host.Child(name, list(argv), self.layout.work / "logs" / f"{name}.log")
+        self._procs.append(child)
+        child.start()
+        return child
+
+    def _wait(
+        self, child: host.Child, deadline: float, what: str, check: Callable[[], bool]
+    ) -> None:
+        last: object = None
+        while True:
+            if child.exited() is not None:
+                raise NodeError(f"{child.name} exited while waiting for {what}:\n{child.tail()}")
+            try:
+                if check():
+                    return
+            except Exception as e:  # the last reason goes into the error
+                last = e
+            if time.monotonic() > deadline:
+                raise NodeError(
+                    f"timed out waiting for {what} (last error: {last!r}):\n{child.tail()}"
+                )
+            time.sleep(0.2)
+
+    def _start_containerd(self, deadline: float) -> None:
+        lay = self.layout
+        assert lay is not None
+        child = self._spawn(
+            "containerd", "containerd", "--config", str(lay.work / "containerd.toml")
+        )
+        self._wait(child, deadline, "the containerd socket", lay.containerd_socket.exists)
+        archive = image_archive()
+        assert archive is not None
+        for tar in (self.bins / "pause.docker.tar", archive):
+            host.run(
+                "ctr",
+                "--address",
+                str(lay.containerd_socket),
+                "-n",
+                "k8s.io",
+                "images",
+                "import",
+                str(tar),
+            )
+
+    def _start_dns(self, deadline: float) -> None:
+        lay = self.layout
+        assert lay is not None
+        child = self._spawn(
+            "coredns", str(self.bins / "coredns"), "-conf", str(lay.work / "Corefile")
+        )
+        self._wait(
+            child, deadline, "CoreDNS /ready", lambda: host.http_ok(lay.dns_ready_port, "/ready")
+        )
+
+    def _start_scheduler(self, deadline: float) -> None:
+        lay = self.layout
+        assert lay is not None
+        kc = str(lay.kubeconfig)
+        child = self._spawn(
+            "kube-scheduler",
+            str(self.bins / "kube-scheduler"),
+            f"--kubeconfig={kc}",
+            f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={lay.scheduler_port}",
+            "--leader-elect=false",
+        )
+        self._wait(
+            child,
+            deadline,
+            "kube-scheduler /healthz",
+            lambda: host.https_ok(lay.scheduler_port, "/healthz"),
+        )
+
+    def _start_proxy(self, deadline: float) -> None:
+        lay = self.layout
+        assert lay is not None
+        child = self._spawn(
+            "kube-proxy", str(self.bins / "kube-proxy"), f"--config={lay.work / 'kube-proxy.yaml'}"
+        )
+        self._wait(
+            child,
+            deadline,
+            "kube-proxy /healthz",
+            lambda: host.http_ok(lay.proxy_healthz_port, "/healthz"),
+        )
+
+    def start_network_policy(self, timeout: float = 120.0) -> None:
+        """Run kube-router as the NetworkPolicy enforcer (firewall only: no routing, no proxy)."""
+        lay = self.layout
+        assert lay is not None
+        port = free_port()
+        self._network_policy = True
+        child = self._spawn(
+            "kube-router",
+            str(self.bins / "kube-router"),
+            f"--kubeconfig={lay.kubeconfig}",
+            f"--hostname-override={NODE_NAME}",
+            "--run-firewall=true",
+            "--run-router=false",
+            "--run-service-proxy=false",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--health-port={port}",
+            "--metrics-port=0",
+        )
+        self._wait(
+            child,
+            time.monotonic() + timeout,
+            "kube-router /healthz",
+            lambda: host.http_ok(port, "/healthz"),
+        )
+
+    def _start_kubelet(self, deadline: float) -> None:
+        lay = self.layout
+        assert lay is not None
+        child = self._spawn(
+            "kubelet",
+            str(self.bins / "kubelet"),
+            f"--config={lay.work / 'kubelet.yaml'}",
+            f"--kubeconfig={lay.kubeconfig}",
+            f"--root-dir={lay.work / 'kubelet'}",
+            f"--hostname-override={NODE_NAME}",
+            f"--node-ip={GATEWAY}",
+        )
+        self._wait(
+            child,
+            deadline,
+            f"node {NODE_NAME} Ready",
+            lambda: host.node_ready(self.api_client(), NODE_NAME),
+        )

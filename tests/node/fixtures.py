@@ -1,0 +1,40 @@
+"""pytest fixtures of the node tier: one real node for the session.
+
+``node_cluster`` skips with what is missing and how to get it (root, containerd, the node
+binaries of ``scripts/build-node``, the image of ``scripts/build-image``) unless
+``MAS_REQUIRE_NODE=1``, in which case it fails, as ``MAS_REQUIRE_ENVTEST`` does for envtest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from .cluster import NodeCluster, node_available
+from .support import helm_binary
+
+__all__ = ["node_cluster", "require_node"]
+
+REQUIRE_ENV = "MAS_REQUIRE_NODE"
+
+
+def require_node() -> None:
+    """Skip (or, with MAS_REQUIRE_NODE=1, fail) when this machine cannot run the node tier."""
+    ok, why = node_available()
+    if ok and helm_binary() is None:
+        ok, why = False, "helm is missing: build it with scripts/build-helm (or set MAS_HELM_DIR)"
+    if ok:
+        return
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{REQUIRE_ENV}=1 but {why}", pytrace=False)
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def node_cluster() -> Iterator[NodeCluster]:
+    """A running :class:`~tests.node.cluster.NodeCluster` (control plane plus node)."""
+    require_node()
+    with NodeCluster() as node:
+        yield node
