@@ -33,6 +33,7 @@ so a DNS answer that changes in between (rebinding) is only caught at the next p
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
 import urllib.parse
