@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
@@ -67,3 +68,17 @@ async def serve_echo(**a2a: Any) -> AsyncIterator[Agent]:
     finally:
         await listeners.aclose()
         await host.aclose()
+
+
+async def exchange(agent: Agent, request: bytes) -> bytes:
+    """Write ``request`` on a fresh connection to ``agent``; every byte read until it closes."""
+    host, port = agent.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(request)
+        await writer.drain()
+        async with asyncio.timeout(STEP):
+            return await reader.read()
+    finally:
+        writer.close()
+        await writer.wait_closed()

@@ -18,6 +18,7 @@ from bad_input_support import (
     STEP,
     V1,
     Agent,
+    exchange,
     send_message,
     serve_echo,
 )
@@ -123,21 +124,12 @@ async def test_unknown_method_and_invalid_params_are_the_sdks_errors_without_a_t
 
 async def chunked_upload(agent: Agent, size: int) -> httpx.Response:
     """POST ``size`` bytes without a Content-Length (chunked), unterminated; the response."""
-    host, port = agent.url.removeprefix("http://").split(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    try:
-        writer.write(
-            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"A2A-Version: 1.0\r\nTransfer-Encoding: chunked\r\n\r\n"
-        )
-        for _ in range(size // 1024):
-            writer.write(b"400\r\n" + b" " * 1024 + b"\r\n")
-        await writer.drain()
-        async with asyncio.timeout(STEP):
-            raw = await reader.read()
-    finally:
-        writer.close()
-        await writer.wait_closed()
+    chunks = b"".join(b"400\r\n" + b" " * 1024 + b"\r\n" for _ in range(size // 1024))
+    raw = await exchange(
+        agent,
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"A2A-Version: 1.0\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks,
+    )
     head, _, body = raw.partition(b"\r\n\r\n")
     status = int(head.split(b" ")[1])
     return httpx.Response(status, content=body)

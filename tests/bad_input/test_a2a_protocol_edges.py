@@ -6,14 +6,21 @@ Every case runs against the echo agent served on loopback with JSON-RPC, HTTP+JS
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import grpc
 import httpx
 import pytest
 from a2a.types import SendMessageRequest
-from bad_input_support import JSON, PROTOCOL_MARKS, STEP, Agent, send_message, user_message
+from bad_input_support import (
+    JSON,
+    PROTOCOL_MARKS,
+    STEP,
+    Agent,
+    exchange,
+    send_message,
+    user_message,
+)
 
 pytestmark = PROTOCOL_MARKS
 
@@ -23,25 +30,16 @@ GRPC_SEND = "/lf.a2a.v1.A2AService/SendMessage"
 
 async def raw_post(agent: Agent, path: str, head: bytes, body: bytes) -> tuple[int, bytes]:
     """POST ``body`` in one chunk without a Content-Length; the status and the whole answer."""
-    host, port = agent.url.removeprefix("http://").split(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    try:
-        writer.write(
-            f"POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n".encode()
-            + head
-            + b"Connection: close\r\n\r\n"
-            + f"{len(body):x}\r\n".encode()
-            + body
-            + b"\r\n0\r\n\r\n"
-        )
-        await writer.drain()
-        async with asyncio.timeout(STEP):
-            raw = await reader.read()
-    finally:
-        writer.close()
-        await writer.wait_closed()
-    status = int(raw.split(b" ", 2)[1])
-    return status, raw
+    raw = await exchange(
+        agent,
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n".encode()
+        + head
+        + b"Connection: close\r\n\r\n"
+        + f"{len(body):x}\r\n".encode()
+        + body
+        + b"\r\n0\r\n\r\n",
+    )
+    return int(raw.split(b" ", 2)[1]), raw
 
 
 async def test_a_chunked_text_plain_body_on_http_json_is_415_and_not_executed(
