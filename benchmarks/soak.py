@@ -7,7 +7,7 @@ the bounds given here) runs as a subprocess on 127.0.0.1; this process drives it
 - ``message``: a blocking ``SendMessage`` answered with a Message (no task kept);
 - ``task``: a ``returnImmediately`` send (a task is stored), then ``GetTask`` on it;
 - ``stream``: ``SendStreamingMessage`` read to its end (a task is stored);
-- ``big``: a ``returnImmediately`` send with a 300 KB part (a big task is stored);
+- ``big``: a ``returnImmediately`` send with a 100 KB part (a big task is stored);
 - ``push``: a send with a push config to a local receiver; one in ten to a receiver that
   accepts and never answers;
 - ``bad``: malformed JSON, a 40 KB header (431), an oversize body (413);
@@ -15,6 +15,11 @@ the bounds given here) runs as a subprocess on 127.0.0.1; this process drives it
 
 and, all along, a slowloris: 30 connections each holding a half-sent request head until
 the server closes it (408), then opening again.
+
+Every message names one of ``--contexts`` conversations (default 8; 0: a new one per
+request). The agent keeps each conversation's history (at most 200 messages) and at most
+10,000 conversations, by count: with a new conversation per request its history table
+grows for the whole run (``--contexts 0`` shows it), which is not the task store's.
 
 The server's RSS (``/proc/<pid>/status``) is sampled every ``--sample`` seconds. The
 baseline is the RSS at the end of the warm-up (the first third); the verdict compares the
@@ -26,7 +31,8 @@ and the task store's evictions from ``/metrics``.
 Usage::
 
     nice -n 10 python benchmarks/soak.py [--duration 600] [--concurrency 8]
-                                         [--max-tasks 1000] [--max-bytes 67108864]
+                                         [--max-tasks 1000] [--max-bytes 16777216]
+                                         [--contexts 8]
 """
 
 from __future__ import annotations
@@ -97,8 +103,13 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
+CONTEXTS: list[str] = []  # the conversations requests pick from; empty: a new one each
+
+
 def send_body(text: str, **configuration: Any) -> dict[str, Any]:
     message = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": text}]}
+    if CONTEXTS:
+        message["contextId"] = random.choice(CONTEXTS)
     params: dict[str, Any] = {"message": message}
     if configuration:
         params["configuration"] = configuration
@@ -155,9 +166,9 @@ class Soak:
     async def one(self, http: httpx.AsyncClient, kind: str) -> bool:
         if kind == "message":
             reply = (await http.post("/", json=send_body("hello soak"))).json()
-            return "message" in reply.get("result", {})
+            return "result" in reply  # a Message, or a task when the answer took longer
         if kind in ("task", "big"):
-            text = "x" * 300_000 if kind == "big" else "a task"
+            text = "x" * 100_000 if kind == "big" else "a task"
             reply = (await http.post("/", json=send_body(text, returnImmediately=True))).json()
             task_id = reply["result"]["task"]["id"]
             got = await http.post(
@@ -255,6 +266,7 @@ def verdict(samples: list[tuple[float, int]], duration: float) -> tuple[str, flo
 
 
 async def main(args: argparse.Namespace) -> int:
+    CONTEXTS[:] = [f"soak-{uuid.uuid4().hex[:8]}" for _ in range(args.contexts)]
     port = free_port()
     receivers = Receivers()
     await receivers.start()
@@ -325,5 +337,6 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--sample", type=float, default=5.0)
     parser.add_argument("--max-tasks", type=int, default=1000)
-    parser.add_argument("--max-bytes", type=int, default=64 * 1024 * 1024)
+    parser.add_argument("--max-bytes", type=int, default=16 * 1024 * 1024)
+    parser.add_argument("--contexts", type=int, default=8)
     raise SystemExit(asyncio.run(main(parser.parse_args())))

@@ -34,7 +34,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver, resolve_user_scope
 from a2a.server.tasks import InMemoryTaskStore, TaskStore
@@ -43,6 +42,7 @@ from prometheus_client import Counter
 
 from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.metrics import A2A_REGISTRY
+from library_ioa.plugins.a2a.server.principals import Principal
 from mas.infra.models import (
     DEFAULT_MEMORY_MAX_BYTES,
     DEFAULT_MEMORY_MAX_TASKS,
@@ -57,21 +57,6 @@ TASK_STORE_EVICTIONS = Counter(
     ("agent", "reason"),
     registry=A2A_REGISTRY,
 )
-
-
-class _Owner(User):
-    """The owner a stored task belongs to, as a ``User`` for the SDK store's resolver."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    @property
-    def is_authenticated(self) -> bool:
-        return bool(self._name)
-
-    @property
-    def user_name(self) -> str:
-        return self._name
 
 
 @dataclass
@@ -186,6 +171,6 @@ class BoundedMemoryTaskStore(TaskStore):
         entry = self._entries.pop(key)
         self.bytes -= entry.size
         owner, task_id = key
-        await self._inner.delete(task_id, ServerCallContext(user=_Owner(owner)))
+        await self._inner.delete(task_id, ServerCallContext(user=Principal(owner)))
         TASK_STORE_EVICTIONS.labels(self.agent_id, reason).inc()
         logger.debug("agent %s: task %s evicted (%s)", self.agent_id, task_id, reason)

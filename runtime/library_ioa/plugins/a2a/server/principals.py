@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # auth.py imports this module
 
 
 class Principal(User):
-    """An authenticated principal: the scheme id of the credential it presented.
+    """A task owner by name: the scheme id of the credential a request presented (or the
+    owner a store acts for when it sweeps or evicts; ``""`` is the anonymous one).
 
     Also a Starlette user (``display_name``), since the SDK's HTTP context builder reads
     ``request.user.display_name``.
@@ -37,7 +38,7 @@ class Principal(User):
 
     @property
     def is_authenticated(self) -> bool:
-        return True
+        return bool(self._name)
 
     @property
     def user_name(self) -> str:

@@ -22,13 +22,14 @@ import logging
 import time
 from datetime import UTC, datetime
 
-from a2a.auth.user import User
 from a2a.server.cluster import ConcurrentTaskModificationError, VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from sqlalchemy import Column, Float, MetaData, String, Table, delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from library_ioa.plugins.a2a.server.principals import Principal
 
 logger = logging.getLogger(__name__)
 
@@ -63,21 +64,6 @@ RUNS = Table(
     Column("replica_id", String(255), nullable=False),
     Column("owner", String(255), nullable=False),
 )
-
-
-class _Owner(User):
-    """The task owner a sweep acts for (the stores scope tasks by user name)."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    @property
-    def is_authenticated(self) -> bool:
-        return bool(self._name)
-
-    @property
-    def user_name(self) -> str:
-        return self._name
 
 
 def lost_turn_task(task: Task) -> tuple[Task, TaskStatusUpdateEvent]:
@@ -209,7 +195,7 @@ class RunBook:
         """Fail the tasks of gone replicas; how many were failed."""
         failed = 0
         for task_id, owner in await self._orphans(starting=starting):
-            context = ServerCallContext(user=_Owner(owner))
+            context = ServerCallContext(user=Principal(owner))
             stored = await store.get(task_id, context)
             if stored is not None and stored.task.status.state not in (_TERMINAL | _INTERRUPTED):
                 task, event = lost_turn_task(stored.task)
