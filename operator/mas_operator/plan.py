@@ -10,7 +10,6 @@ needs. It is pure: no API calls; the builders turn a plan into manifests.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -18,7 +17,13 @@ from urllib.parse import urlsplit
 
 from mas.infra.addresses import normalize_url, parse_advertised_url
 from mas.infra.errors import ApplicationInvalid, Problem
-from mas.infra.incluster import UrlNote, cluster_document, pod_local_kind, service_url
+from mas.infra.incluster import (
+    UrlNote,
+    cluster_document,
+    pod_local_kind,
+    service_url,
+    through_services,
+)
 from mas.infra.models import Application, SecretKeyRef
 from mas.infra.routes import Route
 from mas.infra.wiring import Wired, wire
@@ -110,12 +115,8 @@ def _agent_plan(
     url = normalize_url(endpoint.url or default_url(app.metadata.name, agent, namespace))
     http_port = parse_advertised_url(url).port
     hosted = wired.routes.runtimes[agent]
-    routes = tuple(
-        dataclasses.replace(r, url=services[r.target])
-        if r.kind == "remote" and r.target in services
-        else r
-        for source in hosted
-        for r in wired.routes.from_agent(source)
+    routes = through_services(
+        (r for source in hosted for r in wired.routes.from_agent(source)), services
     )
     peers: list[Peer] = []
     secrets: list[SecretKeyRef] = []

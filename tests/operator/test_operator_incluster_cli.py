@@ -71,3 +71,15 @@ def test_validate_namespace_needs_cluster() -> None:
     out = run("mas.ctl.cli", "validate", "-f", str(EXAMPLE), "-n", "team-a")
     assert out.returncode == 2
     assert out.stderr == "error: --namespace needs --cluster\n"
+
+
+def test_routes_cluster_shows_what_the_pods_route_to() -> None:
+    out = run("mas.ctl.cli", "routes", "-f", str(EXAMPLE), "--cluster", "-n", "team-a")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()[1:]]
+    remote = {(r[0], r[1]): r[4] for r in rows if r[2] == "remote"}
+    assert remote == {
+        ("concierge", "researcher"): "http://research-desk-researcher.team-a.svc:8402",
+        ("researcher", "web-search"): "http://127.0.0.1:8403",
+    }
+    assert len(warnings(out.stderr)) == 3

@@ -29,14 +29,16 @@ document with other problems still gets them all reported by validation afterwar
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from mas.infra.addresses import DEFAULT_PORTS, ip_of
+from mas.infra.routes import Route
 
 DEFAULT_SERVICE_PORT = 8080
 
@@ -217,3 +219,13 @@ def pod_document(
         if other != agent:
             endpoints[other]["url"] = url
     return doc
+
+
+def through_services(routes: Iterable[Route], services: Mapping[str, str]) -> tuple[Route, ...]:
+    """``routes`` with each remote route to a deployed agent sent to its Service url."""
+    return tuple(
+        dataclasses.replace(r, url=services[r.target])
+        if r.kind == "remote" and r.target in services
+        else r
+        for r in routes
+    )

@@ -6,11 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from mas.ctl.documents import add_document_options, edits_from_args, load_wired
-from mas.infra.documents import load_document
-from mas.infra.incluster import UrlNote, cluster_document
-from mas.infra.wiring import Wired, wire
-from mas.runtime.registry import default_registry
+from mas.ctl.documents import add_document_options, load_for_cluster, load_wired
 
 
 def register(sub: Any) -> None:
@@ -34,18 +30,6 @@ def register(sub: Any) -> None:
         "or default)",
     )
     parser.set_defaults(handler=handle)
-
-
-def load_for_cluster(args: argparse.Namespace) -> tuple[Wired, tuple[UrlNote, ...]]:
-    """The document wired as the operator wires it, and the in-cluster URL model's notes."""
-    document = load_document(args.file, infra_refs=args.infra_ref, edits=edits_from_args(args))
-    metadata = document.get("metadata")
-    namespace = args.namespace or (
-        metadata.get("namespace") if isinstance(metadata, dict) else None
-    )
-    urls = cluster_document(document, str(namespace or "default"))
-    known = default_registry().known_plugins()
-    return wire(urls.document, known, require_urls=False), urls.notes
 
 
 def handle(args: argparse.Namespace) -> int:
