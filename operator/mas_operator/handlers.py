@@ -41,6 +41,7 @@ from mas_operator.children import CHILD_KINDS
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import MANAGED_BY
+from mas_operator.noops import Applied, ChildKey
 from mas_operator.probes import JOB_KIND, conformance_run
 from mas_operator.reconcile import Outcome, reconcile
 
@@ -60,6 +61,7 @@ class OperatorContext:
     apps: dict[str, dict[str, Any]] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     written: dict[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
+    last_applied: dict[str, Mapping[ChildKey, Applied]] = field(default_factory=dict)
     retries: Retries = field(default_factory=Retries)
     closing: bool = False
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -95,6 +97,7 @@ class OperatorContext:
         self.dirty.discard(uid)
         self._locks.pop(uid, None)
         self.written.pop(uid, None)
+        self.last_applied.pop(uid, None)
         self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
 
@@ -119,7 +122,13 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
         planned = ctx.retries.next_delay(uid)
         started = time.perf_counter()
         try:
-            outcome = await asyncio.to_thread(reconcile, ctx.cluster, snapshot, retry_in=planned)
+            outcome = await asyncio.to_thread(
+                reconcile,
+                ctx.cluster,
+                snapshot,
+                retry_in=planned,
+                last=ctx.last_applied.get(uid),
+            )
         except ApiException as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
             detail = f"the API server answered {exc.status}: {api_message(exc)}"
@@ -138,6 +147,7 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
     ctx.metrics.set_phase(uid, outcome.phase)
     if outcome.versions:
         ctx.written[uid] = outcome.versions
+        ctx.last_applied[uid] = outcome.last_applied
     for kind, count in outcome.applied.items():
         ctx.metrics.children_applied.labels(kind=kind).inc(count)
     return outcome
