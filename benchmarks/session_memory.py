@@ -8,9 +8,10 @@ Both servers run as subprocesses on 127.0.0.1 in the same run (the bare one from
    with a ``Message`` (no task is stored; ``serve``'s agent keeps each session's history),
    twice; the RSS growth of the second batch is the figure (the first also fills the
    allocator's free lists);
-3. tasks: ``--count`` ``SendMessage`` with ``returnImmediately`` on a new ``contextId``
-   each, so each stores a ``Task`` (and opens a session), twice likewise; the growth per
-   task minus the growth per session is the cost of the stored task.
+3. tasks: ``--count`` ``SendStreamingMessage`` on a new ``contextId`` each, so each stores
+   a completed ``Task`` (its status message, history and the ``response`` artifact of the
+   streamed words; and opens a session), twice likewise; the growth per task minus the
+   growth per session is the cost of the stored task.
 
 RSS is ``VmRSS`` of ``/proc``, read after the server answered the last request of a batch
 and 0.5 s later (the larger kept: turns end in the background)::
@@ -45,9 +46,8 @@ def send(context_id: str, *, task: bool) -> dict[str, Any]:
             "parts": [{"text": "remember me for a while"}],
         }
     }
-    if task:
-        params["configuration"] = {"returnImmediately": True}
-    return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+    method = "SendStreamingMessage" if task else "SendMessage"
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
 
 
 async def batch(http: httpx.AsyncClient, url: str, count: int, *, task: bool) -> int:
@@ -60,8 +60,11 @@ async def batch(http: httpx.AsyncClient, url: str, count: int, *, task: bool) ->
         while pending:
             pending.pop()
             reply = await http.post(url, json=send(str(uuid.uuid4()), task=task))
-            result = reply.json().get("result", {}) if reply.status_code == 200 else {}
-            if ("task" if task else "message") not in result:
+            if reply.status_code != 200:
+                failed += 1
+            elif task:  # the stream's last frame is the completed status
+                failed += "TASK_STATE_COMPLETED" not in reply.text.rstrip().rsplit("data:", 1)[-1]
+            elif "message" not in reply.json().get("result", {}):
                 failed += 1
 
     async with asyncio.timeout(600):
