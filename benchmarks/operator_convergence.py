@@ -244,11 +244,18 @@ def run_operator_scenario(
 
 def run_baseline(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, int]:
     ns = namespace(cp)
-    cluster = Cluster(cp.api_client(), field_manager="plain-client")
+    cluster = Cluster(cp.api_client(), field_manager="plain-client", timeout=120.0)
     manifests = [m for d in docs for m in build_children(plan_application(d, ns), {})]
     started = time.perf_counter()
     for manifest in manifests:
-        cluster.apply(manifest)
+        for attempt in range(5):  # an overloaded API server answers 429/5xx: try again
+            try:
+                cluster.apply(manifest)
+                break
+            except k8s.ApiException as exc:
+                if exc.status not in (429, 500, 503, 504) or attempt == 4:
+                    raise
+                time.sleep(1.0 + attempt)
     return time.perf_counter() - started, len(manifests)
 
 
@@ -296,7 +303,7 @@ def main() -> int:
     policy.write_text(AUDIT_POLICY)
     audit_log.unlink(missing_ok=True)
     audit = [f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}"]
-    audit += ["--audit-log-mode=blocking", "--audit-log-maxsize=0"]
+    audit += ["--audit-log-mode=batch", "--audit-log-maxsize=0"]
     plane = ControlPlane(
         extra_apiserver_args=[cidr, *audit],
         extra_controller_manager_args=[cidr],
