@@ -6,13 +6,14 @@
   is given. A blocking send is answered with one ``Message``; a streaming send gets the
   same event sequence ``mas-ctl serve`` (echo) produces: the task, ``working``, one
   artifact chunk per word, the closing chunk and ``completed``.
-- ``raw``: the HTTP floor: a bare ASGI app on uvicorn answering any POST with a fixed
-  JSON-RPC result of the same shape (no parsing, no protocol).
+- ``raw``: the floors (``floors.py``): a bare ASGI app on uvicorn answering a fixed
+  JSON-RPC result of the same shape or 20 canned SSE frames (no parsing, no protocol), and
+  with ``--grpc-port`` a bare ``grpc.aio`` servicer answering a fixed response.
 
 Usage (the driver, ``hot_path.py``, starts these)::
 
     python benchmarks/baselines.py bare PORT [--grpc-port N] [--gc-freeze]
-    python benchmarks/baselines.py raw PORT
+    python benchmarks/baselines.py raw PORT [--grpc-port N]
 
 Each prints ``ready`` once it accepts connections.
 """
@@ -21,51 +22,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import re
 import uuid
 from typing import Any
 
 import uvicorn
-
-FIXED_RESULT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "result": {
-            "message": {
-                "messageId": "00000000-0000-0000-0000-000000000000",
-                "contextId": "00000000-0000-0000-0000-000000000001",
-                "taskId": "00000000-0000-0000-0000-000000000002",
-                "role": "ROLE_AGENT",
-                "parts": [{"text": "hello from the benchmark"}],
-            }
-        },
-    }
-).encode()
+from floors import raw_app, start_grpc_floor
 
 _WORD = re.compile(r"\s*\S+\s*")
-
-
-async def raw_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Read the whole body, answer the fixed result."""
-    if scope["type"] != "http":
-        return
-    more = True
-    while more:
-        message = await receive()
-        more = message.get("more_body", False)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(FIXED_RESULT)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": FIXED_RESULT})
 
 
 def bare_handler(url: str, grpc_url: str | None) -> Any:
@@ -202,6 +166,13 @@ async def serve_bare(port: int, grpc_port: int | None, loop: str, http: str) -> 
         await rpc.stop(1)
 
 
+async def serve_raw(config: uvicorn.Config, grpc_port: int | None) -> None:
+    rpc = await start_grpc_floor(grpc_port) if grpc_port else None
+    await serve_until_stopped(uvicorn.Server(config))
+    if rpc is not None:
+        await rpc.stop(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=["bare", "raw"])
@@ -223,7 +194,7 @@ def main() -> None:
     config = uvicorn_config(raw_app, args.port, args.loop, args.http)
     with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
         if args.kind == "raw":
-            runner.run(serve_until_stopped(uvicorn.Server(config)))
+            runner.run(serve_raw(config, args.grpc_port))
         else:
             runner.run(serve_bare(args.port, args.grpc_port, args.loop, args.http))
 

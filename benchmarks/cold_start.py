@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,32 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from hot_path import application, free_port
 
 START_TIMEOUT = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def application(port: int, grpc_port: int) -> dict[str, object]:
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "cold"},
-        "spec": {
-            "agency": {"agents": {"echo": {"spec": {"model": {"type": "echo"}}}}},
-            "endpoints": {
-                "echo": {
-                    "url": f"http://127.0.0.1:{port}",
-                    "usage": "deploy",
-                    "a2a": {"grpc_port": grpc_port, "capabilities": {"streaming": True}},
-                }
-            },
-        },
-    }
 
 
 def cli(*argv: str) -> list[str]:

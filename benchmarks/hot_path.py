@@ -2,7 +2,8 @@
 
 Three servers run as subprocesses on 127.0.0.1 in the same run (see ``baselines.py``):
 
-- ``raw``: uvicorn answering any POST with a fixed JSON-RPC result (the HTTP floor);
+- ``raw``: the floors (``floors.py``): uvicorn answering a fixed JSON-RPC result or 20
+  canned SSE frames, and a bare ``grpc.aio`` servicer answering a fixed response;
 - ``bare``: the smallest a2a-sdk 1.3 echo agent (``DefaultRequestHandler``,
   ``InMemoryTaskStore``, the SDK's route factories and ``GrpcHandler``) on uvicorn with its
   default settings;
@@ -15,7 +16,7 @@ Measured, alternating the servers round after round so machine noise hits all al
    server likewise;
 2. JSON-RPC ``SendMessage`` (blocking, protocol 1.0, ``A2A-Version: 1.0``, a new
    ``messageId`` per request) with ``wrk`` over 32 keep-alive connections: requests/s,
-   p50 and p99 latency, and the ratios;
+   p50 and p99 latency, and the ratios to the bare server and to the raw floor;
 3. SSE: ``SendStreamingMessage`` with a 16-word text (the task, ``working``, one artifact
    chunk per word, the closing chunk, ``completed``: 20 events per stream) from ``wrk``
    over 16 keep-alive connections, each stream checked for its 20 frames and no error:
@@ -272,8 +273,8 @@ async def run_wrk(
     wrk: str, script: Path, url: str, duration: float, connections: int = CONNECTIONS
 ) -> Run:
     process = await asyncio.create_subprocess_exec(
-        wrk, f"-t{min(2, connections)}", f"-c{connections}", f"-d{duration:g}s", "--timeout", "10s", "--latency",
-        "-s", str(script), url,
+        wrk, f"-t{min(2, connections)}", f"-c{connections}", f"-d{duration:g}s",
+        "--timeout", "10s", "--latency", "-s", str(script), url,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     async with asyncio.timeout(duration + 30):
@@ -404,6 +405,10 @@ async def open_sessions(url: str, count: int, concurrency: int = 32) -> int:
 # -- the run -------------------------------------------------------------------------
 
 
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
 def table(title: str, unit: str, series: Series, names: list[str]) -> None:
     print(f"\n{title} (median of the rounds)")
     print(f"{'server':>7} {unit:>10} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}")
@@ -412,14 +417,15 @@ def table(title: str, unit: str, series: Series, names: list[str]) -> None:
         print(f"{name:>7} {run.rate:>10.1f} {run.p50:>8.2f} {run.p99:>8.2f} {run.errors:>6}")
     serve, bare = series.median("serve"), series.median("bare")
     print(
-        f"ratio serve/bare: throughput {serve.rate / bare.rate:.2f}x, "
-        f"p50 {serve.p50 / bare.p50:.2f}x, p99 {serve.p99 / bare.p99:.2f}x"
+        f"ratio serve/bare: throughput {ratio(serve.rate, bare.rate)}, "
+        f"p50 {ratio(serve.p50, bare.p50)}, p99 {ratio(serve.p99, bare.p99)}"
     )
     if "raw" in names:
         raw = series.median("raw")
         print(
-            f"serve at {100 * serve.rate / raw.rate:.1f}% of raw uvicorn, "
-            f"bare at {100 * bare.rate / raw.rate:.1f}%"
+            f"serve/raw floor: throughput {ratio(serve.rate, raw.rate)}, p50 "
+            f"{ratio(serve.p50, raw.p50)}, p99 {ratio(serve.p99, raw.p99)}; bare/raw floor "
+            f"{ratio(bare.rate, raw.rate)}"
         )
 
 
@@ -457,6 +463,7 @@ async def main(args: argparse.Namespace) -> int:
         serve_argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(app)]
         serve_argv += ["--agent", "echo", "--no-control"]
         (serve_http, serve_grpc), (bare_http, bare_grpc) = ports["serve"], ports["bare"]
+        raw_http, raw_grpc = ports["raw"]
         bare_argv = [*baselines, "bare", str(bare_http), "--grpc-port", str(bare_grpc)]
         if args.bare_gc_freeze:
             bare_argv.append("--gc-freeze")
@@ -468,8 +475,8 @@ async def main(args: argparse.Namespace) -> int:
                 "bare", bare_argv, env, "ready", http_port=bare_http, grpc_port=bare_grpc
             ),
             "raw": await start(
-                "raw", [*baselines, "raw", str(ports["raw"][0])], env, "ready",
-                http_port=ports["raw"][0],
+                "raw", [*baselines, "raw", str(raw_http), "--grpc-port", str(raw_grpc)],
+                env, "ready", http_port=raw_http, grpc_port=raw_grpc,
             ),
         }  # fmt: skip
         try:
@@ -501,14 +508,15 @@ async def main(args: argparse.Namespace) -> int:
                         return await run_sse(servers[name].url, args.duration)
                     return await run_wrk_sse(wrk, sse_script, servers[name].url, args.duration)
 
-                await rounds("sse", sse, ["serve", "bare"], args.rounds, sse_run)
+                sse_names = ["serve", "bare", "raw"]
+                await rounds("sse", sse, sse_names, args.rounds, sse_run)
                 table(
                     f"SSE SendStreamingMessage, {SSE_STREAMS} streams ({args.sse_client}), events",
                     "events/s",
                     sse,
-                    ["serve", "bare"],
+                    sse_names,
                 )
-                errors += sum(sse.median(n).errors for n in ("serve", "bare"))
+                errors += sum(sse.median(n).errors for n in sse_names)
             if not args.skip_grpc:
                 rpc = Series()
 
@@ -517,14 +525,15 @@ async def main(args: argparse.Namespace) -> int:
                     assert port is not None
                     return await run_grpc(port, args.duration)
 
-                await rounds("grpc", rpc, ["serve", "bare"], args.rounds, grpc_run)
+                rpc_names = ["serve", "bare", "raw"]
+                await rounds("grpc", rpc, rpc_names, args.rounds, grpc_run)
                 table(
                     f"gRPC SendMessage, {CONNECTIONS} concurrent calls",
                     "req/s",
                     rpc,
-                    ["serve", "bare"],
+                    rpc_names,
                 )
-                errors += sum(rpc.median(n).errors for n in ("serve", "bare"))
+                errors += sum(rpc.median(n).errors for n in rpc_names)
             print(
                 f"\nRSS after the run: serve {servers['serve'].rss_mib():.1f} MiB, "
                 f"bare {servers['bare'].rss_mib():.1f} MiB"

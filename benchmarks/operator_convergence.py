@@ -9,9 +9,17 @@ For each, the operator (``mas-operator run`` as a subprocess, as in a pod) is ti
 first create until every Application reports status for its generation and every child
 exists; the baseline, in the same run, is a plain client server-side applying the same child
 manifests (from the same builders) one by one. Printed: both times, their ratio, and the
-operator's peak RSS (``VmHWM``). Needs the envtest binaries (``scripts/build-envtest``)::
+operator's peak RSS (``VmHWM``).
+
+``--idle S`` then leaves the converged operator alone for S seconds (nothing is changed, and
+the benchmark makes no request) and counts, from the API server's audit log, every request
+made in that window by client (user agent) and verb: the steady state at that size,
+including the operator's resync passes (``--resync``, the operator's default 30 s unless
+given). Needs the envtest binaries (``scripts/build-envtest``)::
 
     .venv/bin/python benchmarks/operator_convergence.py --sizes 10,50,200
+    .venv/bin/python benchmarks/operator_convergence.py --sizes 1000 --scenarios apps \
+        --idle 300 --no-controller-manager
 """
 
 from __future__ import annotations
@@ -24,8 +32,10 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +72,15 @@ def application(name: str, agents: int) -> dict[str, Any]:
     }
 
 
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+"""
+WRITES = {"create", "update", "patch", "delete", "deletecollection"}
+
+
 @dataclass
 class Result:
     scenario: str
@@ -70,6 +89,47 @@ class Result:
     operator_s: float
     baseline_s: float
     peak_rss_mib: float
+    idle_s: float = 0.0
+    idle_requests: dict[str, int] = field(default_factory=dict)
+    idle_rss_mib: float = 0.0
+
+
+def client_of(user_agent: str) -> str:
+    """A short name for the client behind a user agent."""
+    head = user_agent.split("/", 1)[0]
+    return {"OpenAPI-Generator": "python-client"}.get(head, head)
+
+
+def count_requests(audit_log: Path, since: str, until: str) -> dict[str, int]:
+    """Requests in [since, until) (RFC 3339 micro timestamps), by ``client verb resource``."""
+    counts: Counter[str] = Counter()
+    with audit_log.open() as lines:
+        for line in lines:
+            event = json.loads(line)
+            if event.get("stage") not in ("ResponseComplete", "ResponseStarted", "Panic"):
+                continue
+            if event.get("stage") == "ResponseStarted" and event.get("verb") != "watch":
+                continue
+            received = event.get("requestReceivedTimestamp", "")
+            if not since <= received < until:
+                continue
+            ref = event.get("objectRef") or {}
+            resource = ref.get("resource", "-") + (
+                "/" + ref["subresource"] if ref.get("subresource") else ""
+            )
+            counts[f"{client_of(event.get('userAgent', '?'))} {event['verb']} {resource}"] += 1
+    return dict(counts)
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
@@ -96,8 +156,14 @@ def namespace(cp: ControlPlane) -> str:
 
 
 def run_operator_scenario(
-    cp: ControlPlane, docs: list[dict[str, Any]], log: Path
-) -> tuple[float, float]:
+    cp: ControlPlane,
+    docs: list[dict[str, Any]],
+    log: Path,
+    *,
+    resync: float,
+    idle: float = 0.0,
+    audit_log: Path | None = None,
+) -> tuple[float, float, dict[str, int], float]:
     ns = namespace(cp)
     custom = k8s.CustomObjectsApi(cp.api_client())
     apps = k8s.AppsV1Api(cp.api_client())
@@ -116,7 +182,7 @@ def run_operator_scenario(
             "--lease-namespace",
             ns,
             "--resync",
-            "300",
+            f"{resync:g}",
         ],
         stdout=subprocess.DEVNULL,
         stderr=log_file,
@@ -155,6 +221,16 @@ def run_operator_scenario(
         wait_until(converged, 1800, f"convergence (operator log: {log})")
         took = time.perf_counter() - started
         rss = peak_rss_mib(proc.pid)
+        requests: dict[str, int] = {}
+        idle_rss = float("nan")
+        if idle > 0 and audit_log is not None:
+            time.sleep(min(10.0, idle))  # the last status writes of the convergence land
+            since = utc_now()
+            time.sleep(idle)  # the benchmark makes no request in this window
+            until = utc_now()
+            idle_rss = rss_mib(proc.pid)
+            time.sleep(2.0)  # the audit backend flushes
+            requests = count_requests(audit_log, since, until)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -163,23 +239,55 @@ def run_operator_scenario(
             proc.kill()
             proc.wait(10)
         log_file.close()
-    return took, rss
+    return took, rss, requests, idle_rss
 
 
 def run_baseline(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, int]:
     ns = namespace(cp)
-    cluster = Cluster(cp.api_client(), field_manager="plain-client")
+    cluster = Cluster(cp.api_client(), field_manager="plain-client", timeout=120.0)
     manifests = [m for d in docs for m in build_children(plan_application(d, ns), {})]
     started = time.perf_counter()
     for manifest in manifests:
-        cluster.apply(manifest)
+        for attempt in range(5):  # an overloaded API server answers 429/5xx: try again
+            try:
+                cluster.apply(manifest)
+                break
+            except k8s.ApiException as exc:
+                if exc.status not in (429, 500, 503, 504) or attempt == 4:
+                    raise
+                time.sleep(1.0 + attempt)
     return time.perf_counter() - started, len(manifests)
+
+
+def print_idle(r: Result) -> None:
+    total = sum(r.idle_requests.values())
+    writes = sum(n for key, n in r.idle_requests.items() if key.split()[1] in WRITES)
+    print(
+        f"  idle {r.idle_s:.0f}s: {total} API requests ({writes} writes), operator RSS "
+        f"{r.idle_rss_mib:.1f} MiB at the end; by client, verb, resource:"
+    )
+    for key, n in sorted(r.idle_requests.items(), key=lambda kv: -kv[1]):
+        print(f"    {n:>7}  {key}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,50", help="comma-separated N (default 10,50)")
     parser.add_argument("--json", action="store_true", help="print results as JSON lines")
+    parser.add_argument(
+        "--scenarios", default="apps,agents", help="comma-separated: apps, agents (default both)"
+    )
+    parser.add_argument(
+        "--resync", type=float, default=30.0, help="the operator's --resync (default 30, its own)"
+    )
+    parser.add_argument(
+        "--idle", type=float, default=0.0, help="seconds of idle steady state to audit (default 0)"
+    )
+    parser.add_argument(
+        "--no-controller-manager",
+        action="store_true",
+        help="no kube-controller-manager (no ReplicaSets or Pods: less load on a small machine)",
+    )
     args = parser.parse_args()
     ok, why = binaries_available()
     if not ok:
@@ -189,9 +297,19 @@ def main() -> int:
     results: list[Result] = []
     # Room for thousands of Services (the default /24 holds 254).
     cidr = "--service-cluster-ip-range=10.0.0.0/16"
-    plane = ControlPlane(extra_apiserver_args=[cidr], extra_controller_manager_args=[cidr])
     logs = REPO / "benchmarks" / "out"  # git-ignored
     logs.mkdir(parents=True, exist_ok=True)
+    policy, audit_log = logs / "audit-policy.yaml", logs / "audit.log"
+    policy.write_text(AUDIT_POLICY)
+    audit_log.unlink(missing_ok=True)
+    audit = [f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}"]
+    audit += ["--audit-log-mode=batch", "--audit-log-maxsize=0"]
+    plane = ControlPlane(
+        extra_apiserver_args=[cidr, *audit],
+        extra_controller_manager_args=[cidr],
+        controller_manager=not args.no_controller_manager,
+    )
+    wanted = {s for s in args.scenarios.split(",") if s}
     with plane as cp:
         cp.apply_yaml(REPO / "crds" / "application.yaml")
         for size in sizes:
@@ -200,10 +318,19 @@ def main() -> int:
                 "agents": [application("big", size)],
             }
             for scenario, docs in scenarios.items():
+                if scenario not in wanted:
+                    continue
                 baseline, objects = run_baseline(cp, docs)
                 log = logs / f"operator-{scenario}-{size}.log"
-                operator, rss = run_operator_scenario(cp, docs, log)
-                results.append(Result(scenario, size, objects, operator, baseline, rss))
+                operator, rss, requests, idle_rss = run_operator_scenario(
+                    cp, docs, log, resync=args.resync, idle=args.idle, audit_log=audit_log
+                )
+                results.append(
+                    Result(
+                        scenario, size, objects, operator, baseline, rss,
+                        args.idle, requests, idle_rss,
+                    )
+                )  # fmt: skip
                 r = results[-1]
                 line = (
                     f"{scenario:>6} N={size:<4} objects={objects:<5} operator={operator:7.2f}s "
@@ -211,6 +338,8 @@ def main() -> int:
                     f"operator-peak-rss={rss:6.1f}MiB"
                 )
                 print(json.dumps(r.__dict__) if args.json else line, flush=True)
+                if args.idle > 0 and not args.json:
+                    print_idle(r)
     return 0
 
 

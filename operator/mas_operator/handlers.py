@@ -42,6 +42,7 @@ from mas_operator.children import CHILD_KINDS
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import MANAGED_BY
+from mas_operator.noops import Applied, ChildKey
 from mas_operator.probes import JOB_KIND, conformance_run
 from mas_operator.reconcile import Outcome, reconcile
 
@@ -61,6 +62,7 @@ class OperatorContext:
     apps: dict[str, dict[str, Any]] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     written: dict[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
+    last_applied: dict[str, Mapping[ChildKey, Applied]] = field(default_factory=dict)
     retries: Retries = field(default_factory=Retries)
     closing: bool = False
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -96,6 +98,7 @@ class OperatorContext:
         self.dirty.discard(uid)
         self._locks.pop(uid, None)
         self.written.pop(uid, None)
+        self.last_applied.pop(uid, None)
         self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
 
@@ -127,7 +130,11 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
         try:
             with tracing.span("reconcile Application", attributes=attributes) as span:
                 outcome = await asyncio.to_thread(
-                    reconcile, ctx.cluster, snapshot, retry_in=planned
+                    reconcile,
+                    ctx.cluster,
+                    snapshot,
+                    retry_in=planned,
+                    last=ctx.last_applied.get(uid),
                 )
                 if span is not None:
                     span.set_attribute("mas.phase", outcome.phase)
@@ -149,6 +156,7 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
     ctx.metrics.set_phase(uid, outcome.phase)
     if outcome.versions:
         ctx.written[uid] = outcome.versions
+        ctx.last_applied[uid] = outcome.last_applied
     for kind, count in outcome.applied.items():
         ctx.metrics.children_applied.labels(kind=kind).inc(count)
     return outcome

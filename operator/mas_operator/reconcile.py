@@ -42,6 +42,7 @@ from mas_operator.names import (
     LABEL_AGENT,
     application_selector,
 )
+from mas_operator.noops import Applied, ChildKey, digest, merge_patch, stamp, unchanged
 from mas_operator.plan import Plan, plan_application
 from mas_operator.probes import sync_conformance, warn_when_not_conformant
 
@@ -57,6 +58,7 @@ class Outcome:
     applied: Mapping[str, int] = field(default_factory=dict)
     deleted: int = 0
     versions: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    last_applied: Mapping[ChildKey, Applied] = field(default_factory=dict)
 
     @property
     def stalled(self) -> bool:
@@ -171,11 +173,21 @@ def _apply_all(
     generation: int | None,
     summary: str,
     retry_in: float | None,
-) -> list[dict[str, Any]]:
-    """Apply every child; on an API failure, say so in the status (with when it is retried),
-    then re-raise."""
+    last: Mapping[ChildKey, Applied],
+) -> tuple[list[dict[str, Any]], set[ChildKey]]:
+    """Apply every child that would change (:mod:`mas_operator.noops`); on an API failure,
+    say so in the status (with when it is retried), then re-raise. Returns each child's
+    object (applied, or as it exists) and the keys of those not applied."""
+    found = {(k, o["metadata"]["name"]): o for k, objs in existing.items() for o in objs}
     applied = []
+    skipped: set[ChildKey] = set()
     for manifest in desired:
+        key = (str(manifest["kind"]), str(manifest["metadata"]["name"]))
+        current = found.get(key)
+        if current is not None and unchanged(current, digest(manifest), last.get(key)):
+            applied.append(current)
+            skipped.add(key)
+            continue
         try:
             applied.append(cluster.apply(manifest))
         except ApiException as exc:
@@ -203,16 +215,27 @@ def _apply_all(
                     api_message(status_exc),
                 )
             raise
-    return applied
+    return applied, skipped
+
+
+def _changes(current: Mapping[str, Any] | None, patch: Mapping[str, Any]) -> bool:
+    """Whether merge-patching ``patch`` into the status ``current`` would change it."""
+    return bool(merge_patch(current or {}, patch) != (current or {}))
 
 
 def reconcile(
-    cluster: Cluster, body: Mapping[str, Any], *, retry_in: float | None = None
+    cluster: Cluster,
+    body: Mapping[str, Any],
+    *,
+    retry_in: float | None = None,
+    last: Mapping[ChildKey, Applied] | None = None,
 ) -> Outcome:
     """Bring the children of ``body`` to what its spec asks; write its status.
 
     ``retry_in``: the backoff a failure of this attempt gets, for the status to say when the
-    retry comes (a server's longer ``Retry-After`` wins, as in the handlers).
+    retry comes (a server's longer ``Retry-After`` wins, as in the handlers). ``last``: the
+    previous reconcile's :attr:`Outcome.last_applied`; a child that is still exactly what it
+    left is not applied again, and a status that would not change is not patched.
     """
     meta = body["metadata"]
     name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
@@ -243,7 +266,7 @@ def reconcile(
         return Outcome(phase_of(seen), seen)
     versions = cluster.secret_versions(namespace, secret_names(plan))
     desired = [owned(m, body) for m in build_children(plan, versions)]
-    applied = _apply_all(
+    applied, skipped = _apply_all(
         cluster,
         body,
         desired,
@@ -251,6 +274,7 @@ def reconcile(
         generation=generation,
         summary=_wiring_summary(plan),
         retry_in=retry_in,
+        last=last or {},
     )
     wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
     deleted = 0
@@ -272,20 +296,24 @@ def reconcile(
         conformance=conformance,
     )
     status = build_status(seen, body.get("status"))
-    cluster.patch_status(namespace, name, status)
+    if _changes(body.get("status"), status):
+        cluster.patch_status(namespace, name, status)
     warn_on_pod_local_urls(cluster, body, status, seen.url_notes)
     warn_when_not_conformant(cluster, body, status)
     logger.debug(
-        "Application %s/%s: applied %d children, deleted %d, %s ready",
+        "Application %s/%s: applied %d children (%d unchanged, not applied), deleted %d, %s ready",
         namespace,
         name,
-        len(applied),
+        len(applied) - len(skipped),
+        len(skipped),
         deleted,
         seen.agents_ready,
     )
-    applied_kinds = Counter(str(m["kind"]) for m in desired)
-    written = {
-        (str(m["kind"]), str(m["metadata"]["name"])): str(a["metadata"]["resourceVersion"])
+    pairs = [
+        ((str(m["kind"]), str(m["metadata"]["name"])), m, a)
         for m, a in zip(desired, applied, strict=True)
-    }
-    return Outcome(phase_of(seen), seen, dict(applied_kinds), deleted, written)
+    ]
+    applied_kinds = Counter(key[0] for key, _, _ in pairs if key not in skipped)
+    written = {key: str(a["metadata"]["resourceVersion"]) for key, _, a in pairs}
+    remembered = {key: Applied(digest(m), stamp(a)) for key, m, a in pairs}
+    return Outcome(phase_of(seen), seen, dict(applied_kinds), deleted, written, remembered)

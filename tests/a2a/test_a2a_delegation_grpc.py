@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-import uuid
 
 import httpx
 import pytest
@@ -15,27 +14,15 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from test_a2a_delegation import outbound
 from tests.security.security_support import AUTH, BEARER_REF, echo_endpoint, serve
 
 from library_ioa.plugins.a2a.agent_comm import A2AAgentComm, grpc_interface
 from library_ioa.plugins.a2a.server.listeners import HttpListener
 from mas.infra.secrets import secret_env_name
-from mas.runtime.boundary.agentcomm import OutboundMessage
 from mas.runtime.errors import PeerProtocolError
 
 pytestmark = pytest.mark.integration
-
-
-def outbound(text: str, session: str = "caller-session") -> OutboundMessage:
-    return OutboundMessage(
-        source="front",
-        target="peer",
-        text=text,
-        session_id=session,
-        call_id=f"call-{uuid.uuid4().hex[:6]}",
-        correlation_id="corr-7",
-        depth=1,
-    )
 
 
 async def test_a_peer_that_advertises_grpc_is_called_over_grpc(served: Served) -> None:
@@ -49,7 +36,7 @@ async def test_a_peer_that_advertises_grpc_is_called_over_grpc(served: Served) -
     assert (reply.status, reply.text) == ("completed", "over grpc")
     assert (again.status, again.text) == ("completed", "and again")
     assert [t.session_id for t in served.runner.seen] == ["caller-session", "other"]
-    assert served.runner.seen[0].metadata["mas.correlation_id"] == "corr-7"
+    assert served.runner.seen[0].metadata["mas.correlation_id"] == "corr-42"
 
 
 async def test_a_peer_without_grpc_is_called_over_jsonrpc() -> None:
