@@ -35,16 +35,6 @@ STEP = 30.0
 SERVICE = "lf.a2a.v1.A2AService"
 
 
-@pytest.fixture
-def jaeger(tmp_path: Path) -> Iterator[Jaeger]:
-    binary = require_jaeger()
-    running = Jaeger.start(binary, tmp_path)
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
 def application(desk: int, remote: int) -> dict[str, Any]:
     def forward(to: str, reply: str) -> dict[str, Any]:
         rule = {"match": "^(?P<q>.+)", "delegate": {"to": to, "message": "{q}"}, "reply": reply}
@@ -146,68 +136,87 @@ def under(child: dict[str, Any], ancestor: dict[str, Any], trace: dict[str, Any]
     return False
 
 
-def test_one_request_through_three_agents_in_two_processes_is_one_trace(
-    jaeger: Jaeger, tmp_path: Path
-) -> None:
-    desk, remote = free_port(), free_port()
-    app = tmp_path / "app.yaml"
-    app.write_text(yaml.safe_dump(application(desk, remote), sort_keys=False))
-    otlp = {"OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_endpoint}
-    served = Process.start(
-        tmp_path,
-        "serve",
-        {**otlp, "OTEL_SERVICE_NAME": "remote-proc"},
-        "--log-format",
-        "json",
-        "-v",
-        "serve",
-        "-f",
-        str(app),
-        "--agent",
-        "remote",
-        "--no-control",
-    )
-    run = None
-    try:
-        served.wait_for("serving remote: A2A", stream="out")
-        run = Process.start(
-            tmp_path,
-            "run",
-            {**otlp, "OTEL_SERVICE_NAME": "run-mas-proc", "MAS_LOG_FORMAT": "json"},
-            "-v",
-            "run-mas",
-            "-f",
-            str(app),
-            "--bind",
-            f"remote=a2a://127.0.0.1:{remote}",
-        )
-        run.wait_for("ready: serving until SIGINT or SIGTERM")
-        message = {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "tea"}]}
-        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-        with httpx.Client(timeout=STEP) as http:
-            reply = http.post(
-                f"http://127.0.0.1:{desk}/", json=body, headers={"A2A-Version": "1.0"}
-            )
-        assert "desk: worker: tea" in reply.text, reply.text
-    finally:
-        if run is not None:
-            run.stop()
-        served.stop()
-    assert run is not None and run.process.returncode == 0, run.text()
-    assert served.process.returncode == 0, served.text()
+@dataclass
+class Outcome:
+    """What one request through desk -> worker -> remote left behind."""
 
-    # Which trace: the entry request's INFO line says it.
-    entry_line = next(
-        r for r in run.json_lines() if r.get("event") == "a2a_request" and r["agent"] == "desk"
-    )
-    trace_id = entry_line["trace_id"]
-    expected = {"turn desk", "delegate worker", "turn worker", "turn remote", "POST a2a.peer"}
+    jaeger: Jaeger
+    run: Process
+    served: Process
+    trace: dict[str, Any]
+
+
+EXPECTED = {"turn desk", "delegate worker", "turn worker", "turn remote", "POST a2a.peer"}
+
+
+def find_trace(jaeger: Jaeger) -> dict[str, Any]:
+    """The trace of the entry request, once Jaeger holds every expected span (bounded)."""
     deadline = time.monotonic() + STEP
-    trace = jaeger.trace(trace_id)
-    while trace is None or not expected <= {s["operationName"] for s in trace["spans"]}:
-        assert time.monotonic() < deadline, f"Jaeger has no full trace {trace_id}: {trace}"
+    while True:
+        for trace in jaeger.traces("run-mas-proc"):
+            names = {s["operationName"] for s in trace["spans"]}
+            if f"{SERVICE}/SendMessage" in names and names >= EXPECTED:
+                return trace
+        assert time.monotonic() < deadline, (
+            f"no full trace in Jaeger: {jaeger.traces('run-mas-proc')}"
+        )
         time.sleep(0.2)  # both processes exported on exit; Jaeger stores asynchronously
-        trace = jaeger.trace(trace_id)
+
+
+@pytest.fixture(scope="module")
+def outcome(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outcome]:
+    binary = require_jaeger()
+    tmp = tmp_path_factory.mktemp("traced")
+    jaeger = Jaeger.start(binary, tmp)
+    try:
+        desk, remote = free_port(), free_port()
+        app = tmp / "app.yaml"
+        app.write_text(yaml.safe_dump(application(desk, remote), sort_keys=False))
+        otlp = {"OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_endpoint}
+        served = Process.start(
+            tmp,
+            "serve",
+            {**otlp, "OTEL_SERVICE_NAME": "remote-proc"},
+            *("--log-format", "json", "-v", "serve", "-f", str(app), "--agent", "remote"),
+            "--no-control",
+        )
+        run = None
+        try:
+            served.wait_for("serving remote: A2A", stream="out")
+            run = Process.start(
+                tmp,
+                "run",
+                {**otlp, "OTEL_SERVICE_NAME": "run-mas-proc", "MAS_LOG_FORMAT": "json"},
+                *("-v", "run-mas", "-f", str(app), "--bind", f"remote=a2a://127.0.0.1:{remote}"),
+            )
+            run.wait_for("ready: serving until SIGINT or SIGTERM")
+            message = {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "tea"}]}
+            body = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendMessage",
+                "params": {"message": message},
+            }
+            with httpx.Client(timeout=STEP) as http:
+                reply = http.post(
+                    f"http://127.0.0.1:{desk}/", json=body, headers={"A2A-Version": "1.0"}
+                )
+            assert "desk: worker: tea" in reply.text, reply.text
+        finally:
+            if run is not None:
+                run.stop()
+            served.stop()
+        assert run is not None and run.process.returncode == 0, run.text()
+        assert served.process.returncode == 0, served.text()
+        yield Outcome(jaeger, run, served, find_trace(jaeger))
+    finally:
+        jaeger.stop()
+
+
+def test_one_request_through_three_agents_in_two_processes_is_one_trace(
+    outcome: Outcome,
+) -> None:
+    trace = outcome.trace
     assert {p["serviceName"] for p in trace["processes"].values()} == {
         "run-mas-proc",
         "remote-proc",
@@ -217,7 +226,7 @@ def test_one_request_through_three_agents_in_two_processes_is_one_trace(
     assert parent_of(entry) is None and entry["service"] == "run-mas-proc"
     assert entry["tags_"]["rpc.method"] == "SendMessage"
     assert entry["tags_"]["a2a.transport"] == "JSONRPC"
-    assert entry["tags_"]["a2a.task_id"] == entry_line["task_id"]
+    assert entry["tags_"]["a2a.task_id"]
     chain = [
         entry,
         one(found, "turn desk"),
@@ -238,20 +247,25 @@ def test_one_request_through_three_agents_in_two_processes_is_one_trace(
     # The SDK's own spans (where a request takes the SDK's path) hang under a request span.
     sdk = [s for s in trace["spans"] if s["operationName"].startswith("a2a.")]
     orphans = [s["operationName"] for s in sdk if not any(under(s, r, trace) for r in chain)]
-    assert not orphans
+    assert sdk and not orphans
 
-    # The JSON log lines join to it: the requests and turns of both processes.
+
+def test_the_json_log_lines_of_both_processes_join_the_trace_by_its_id(outcome: Outcome) -> None:
+    trace_id = outcome.trace["traceID"].rjust(32, "0")  # Jaeger drops leading zeros
+    entry = one(spans_by_name(outcome.trace), f"{SERVICE}/SendMessage", **{"mas.agent": "desk"})
+    lines = outcome.run.json_lines() + outcome.served.json_lines()
     joined = [
         (r["event"], r["agent"])
-        for r in run.json_lines() + served.json_lines()
+        for r in lines
         if r.get("trace_id") == trace_id and r.get("event") in ("a2a_request", "turn")
     ]
-    assert sorted(joined) == sorted(
-        [
-            ("a2a_request", "desk"),
-            ("a2a_request", "remote"),
-            ("turn", "desk"),
-            ("turn", "worker"),
-            ("turn", "remote"),
-        ]
-    )
+    assert sorted(joined) == [
+        ("a2a_request", "desk"),
+        ("a2a_request", "remote"),
+        ("turn", "desk"),
+        ("turn", "remote"),
+        ("turn", "worker"),
+    ]
+    desk = next(r for r in lines if r.get("event") == "a2a_request" and r["agent"] == "desk")
+    assert desk["task_id"] == entry["tags_"]["a2a.task_id"]
+    assert desk["span_id"] and desk["level"] == "INFO" and desk["logger"]
