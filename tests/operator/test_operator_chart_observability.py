@@ -171,3 +171,18 @@ def test_the_chart_renders_the_dashboard_rules_and_pod_monitor_only_when_asked()
     monitor = next(o for o in objects if o["kind"] == "PodMonitor")
     assert monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "mas-agent"
     assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "interval": "30s"}]
+
+
+def test_the_operator_logs_json_and_traces_its_reconciles_when_the_values_ask() -> None:
+    def env(*args: str) -> dict[str, str]:
+        objects = helm_template(*args)
+        deployment = next(o for o in objects if o["kind"] == "Deployment")
+        items = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        return {e["name"]: e.get("value", "") for e in items}
+
+    default = env()
+    assert default["MAS_LOG_FORMAT"] == "text" and "OTEL_EXPORTER_OTLP_ENDPOINT" not in default
+    asked = env("--set", "logFormat=json", "--set", "tracing.endpoint=http://otel.obs:4318")
+    assert asked["MAS_LOG_FORMAT"] == "json"
+    assert asked["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel.obs:4318"
+    assert asked["OTEL_SERVICE_NAME"] == "mas-operator"
