@@ -80,6 +80,17 @@ def alert_queries(rules: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield rule["alert"], rule["expr"]
 
 
+def checked(queries: Iterable[tuple[str, str]], known: set[str]) -> set[str]:
+    """Every query reads at least one metric and only exported ones; the names read."""
+    read: set[str] = set()
+    for where, expr in queries:
+        names = metric_names(expr)
+        assert names, f"{where}: no metric in {expr!r}"
+        assert names <= known, f"{where}: {sorted(names - known)} are not exported"
+        read |= names
+    return read
+
+
 @pytest.fixture(scope="module")
 def known() -> set[str]:
     assert a2a_metrics.A2A_REGISTRY is RUNTIME_REGISTRY  # one /metrics shows them all
@@ -106,11 +117,7 @@ def test_every_dashboard_query_reads_exported_metrics(known: set[str]) -> None:
     dashboard = json.loads((FILES / "dashboard.json").read_text())
     queries = list(dashboard_queries(dashboard))
     assert len(queries) >= 12
-    for where, expr in queries:
-        names = metric_names(expr)
-        assert names, f"{where}: no metric in {expr!r}"
-        assert names <= known, f"{where}: {sorted(names - known)} are not exported"
-    read = {n for _, e in queries for n in metric_names(e)}
+    read = checked(queries, known)
     for wanted in (
         "maslab_a2a_requests_total",
         "maslab_a2a_request_seconds_bucket",
@@ -130,10 +137,7 @@ def test_every_alert_reads_exported_metrics(known: set[str]) -> None:
     rules = yaml.safe_load((FILES / "alerts.yaml").read_text())
     alerts = list(alert_queries(rules))
     assert len(alerts) >= 6
-    for alert, expr in alerts:
-        names = metric_names(expr)
-        assert names, f"{alert}: no metric in {expr!r}"
-        assert names <= known, f"{alert}: {sorted(names - known)} are not exported"
+    checked(alerts, known)
     for group in rules["groups"]:
         for rule in group["rules"]:
             assert rule["labels"]["severity"] in ("info", "warning", "critical")
@@ -167,3 +171,18 @@ def test_the_chart_renders_the_dashboard_rules_and_pod_monitor_only_when_asked()
     monitor = next(o for o in objects if o["kind"] == "PodMonitor")
     assert monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "mas-agent"
     assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "interval": "30s"}]
+
+
+def test_the_operator_logs_json_and_traces_its_reconciles_when_the_values_ask() -> None:
+    def env(*args: str) -> dict[str, str]:
+        objects = helm_template(*args)
+        deployment = next(o for o in objects if o["kind"] == "Deployment")
+        items = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        return {e["name"]: e.get("value", "") for e in items}
+
+    default = env()
+    assert default["MAS_LOG_FORMAT"] == "text" and "OTEL_EXPORTER_OTLP_ENDPOINT" not in default
+    asked = env("--set", "logFormat=json", "--set", "tracing.endpoint=http://otel.obs:4318")
+    assert asked["MAS_LOG_FORMAT"] == "json"
+    assert asked["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel.obs:4318"
+    assert asked["OTEL_SERVICE_NAME"] == "mas-operator"

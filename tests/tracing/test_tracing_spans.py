@@ -210,6 +210,7 @@ async def test_grpc_and_http_json_requests_continue_the_callers_trace(
             reply = await http.post(
                 "/a2a/rest/message:send", json=body, headers={**V1, "traceparent": rest_header}
             )
+            assert (await http.get("/readyz")).status_code == 200  # a probe: never a trace
         assert reply.status_code == 200 and "over rest" in reply.text, reply.text
 
         def both() -> list[ReadableSpan]:
@@ -221,6 +222,7 @@ async def test_grpc_and_http_json_requests_continue_the_callers_trace(
         assert span.parent is not None
         seen[(hex_id(span.context.trace_id, 32), hex_id(span.parent.span_id, 16))] = span
     assert set(seen) == {(grpc_trace, grpc_parent), (rest_trace, rest_parent)}
+    assert not [s for s in spans.get_finished_spans() if "readyz" in s.name]
     over_grpc = seen[(grpc_trace, grpc_parent)].attributes or {}
     assert over_grpc["a2a.transport"] == "GRPC" and over_grpc["rpc.grpc.status_code"] == 0
     over_rest = seen[(rest_trace, rest_parent)].attributes or {}

@@ -144,10 +144,29 @@ def configure(service_name: str, env: Mapping[str, str] = os.environ) -> bool:
     return True
 
 
+class _Api:
+    """The OpenTelemetry API functions the helpers call, imported once when tracing starts."""
+
+    def __init__(self) -> None:
+        from opentelemetry import propagate
+        from opentelemetry.context import get_current
+        from opentelemetry.trace import SpanKind, get_current_span
+
+        self.kinds: dict[str, SpanKind] = {k.name.lower(): k for k in SpanKind}
+        self.get_current = get_current
+        self.get_current_span = get_current_span
+        self.inject = propagate.inject
+        self.extract = propagate.extract
+
+
+_api: _Api | None = None
+
+
 def enable(provider: TracerProvider) -> None:
     """Record MAS Lab's spans with ``provider`` (what :func:`configure` installs; a test may
     pass its own, e.g. with the SDK's in-memory exporter, without touching the global one)."""
-    global _on, _provider, _tracer
+    global _on, _provider, _tracer, _api  # noqa: PLW0603 - the process-wide switch
+    _api = _api or _Api()
     _provider, _tracer, _on = provider, provider.get_tracer(INSTRUMENTATION), True
 
 
@@ -183,12 +202,10 @@ def span(
     parent: Context | None = None,
 ) -> AbstractContextManager[Span | None]:
     """A current span around a block (exceptions recorded), or a no-op when tracing is off."""
-    if not _on:
+    if not _on or _api is None:
         return _NOOP
-    from opentelemetry.trace import SpanKind
-
     return tracer().start_as_current_span(
-        name, context=parent, kind=SpanKind[kind.upper()], attributes=_clean(attributes)
+        name, context=parent, kind=_api.kinds[kind], attributes=_clean(attributes)
     )
 
 
@@ -248,35 +265,26 @@ def tool_span(agent: str, tool: str, source: str = "mcp") -> AbstractContextMana
 
 def capture() -> Context | None:
     """The current context, to parent work that runs in another task; ``None`` when off."""
-    if not _on:
-        return None
-    from opentelemetry.context import get_current
-
-    return get_current()
+    return _api.get_current() if _on and _api is not None else None
 
 
 def inject(carrier: MutableMapping[str, str]) -> None:
     """Write the current trace context (``traceparent``...) into ``carrier`` when on."""
-    if _on:
-        from opentelemetry import propagate
-
-        propagate.inject(carrier)
+    if _on and _api is not None:
+        _api.inject(carrier)
 
 
 def extract(carrier: Mapping[str, str]) -> Context:
     """The remote parent carried by ``carrier`` (header or metadata names in lower case)."""
-    from opentelemetry import propagate
-
-    return propagate.extract(carrier)
+    api = _api or _Api()
+    return api.extract(carrier)
 
 
 def current_ids() -> tuple[str, str] | None:
     """``(trace_id, span_id)`` in hex of the active span, or ``None`` (off or no span)."""
-    if not _on:
+    if not _on or _api is None:
         return None
-    from opentelemetry.trace import get_current_span
-
-    ctx = get_current_span().get_span_context()
+    ctx = _api.get_current_span().get_span_context()
     if not ctx.is_valid:
         return None
     return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")

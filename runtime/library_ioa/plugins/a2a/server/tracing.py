@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 RPC_SERVICE = "lf.a2a.v1.A2AService"
 JSONRPC, HTTP_JSON, GRPC = "JSONRPC", "HTTP+JSON", "GRPC"
+UNTRACED_PATHS = frozenset(("/healthz", "/readyz", "/metrics"))  # probes and scrapes: no trace
 _REQUEST_SPAN: ContextVar[Span | None] = ContextVar("maslab_a2a_request_span", default=None)
 
 
@@ -131,7 +132,7 @@ class HttpTracing:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not tracing.on():
+        if scope["type"] != "http" or not tracing.on() or scope.get("path") in UNTRACED_PATHS:
             await self.app(scope, receive, send)
             return
         carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
