@@ -14,6 +14,12 @@ partial reply in history, marked ``interrupted``; a following ``replace`` steer 
 
 Artifacts a delegate returned are passed on as this turn's artifacts, named
 ``<target>/<name>``.
+
+Tool-server tools (a :class:`~mas.runtime.toolbox.Toolbox`, from ``spec.tools``) are offered
+after the delegate tools; a call of one goes through the toolbox and is reported as a
+:class:`Delegated` event of kind ``tool`` (``<server>/<tool>``), as is a notice that a
+server's tools could not be offered this turn. Their artifacts (images, resources) are
+named ``<server>/<name>``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from dataclasses import dataclass, field
 
 from mas.infra.models import AgentManifest
 from mas.runtime.boundary.control import STEER_METADATA_KEY
-from mas.runtime.boundary.delegation import DelegationContract
+from mas.runtime.boundary.delegation import DelegationContract, ToolResult, ToolSpec
 from mas.runtime.models.base import (
     AskHuman,
     ChatMessage,
@@ -35,6 +41,7 @@ from mas.runtime.models.base import (
     TextChunk,
     ToolCall,
 )
+from mas.runtime.toolbox import Toolbox
 from mas.runtime.turns import (
     CORRELATION_ID,
     DELEGATION_DEPTH,
@@ -82,11 +89,13 @@ class Agent(TurnRunner):
         max_history: int = DEFAULT_MAX_HISTORY,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_steps: int = DEFAULT_MAX_STEPS,
+        toolbox: Toolbox | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.manifest = manifest
         self.model = model
         self.delegation = delegation
+        self.toolbox = toolbox
         self._max_history = max_history
         self._max_sessions = max_sessions
         self._max_steps = max_steps
@@ -118,12 +127,17 @@ class Agent(TurnRunner):
         state = _TurnState(added=[ChatMessage("user", turn.text, data=turn.data)])
         finished = False
         try:
+            offered: list[ToolSpec] = []
+            if self.toolbox is not None:
+                offered, notices = await self.toolbox.tools()
+                for line in notices:
+                    yield Delegated("tools", "", False, line, kind="tool")
             for _step in range(self._max_steps):
                 request = ModelRequest(
                     self.agent_id,
                     self.manifest.spec.instructions,
                     (*conversation.messages, *state.added),
-                    tuple(self.delegation.tools()),
+                    (*self.delegation.tools(), *offered),
                     question,
                     turn.metadata,
                     turn_id=turn.turn_id,
@@ -164,22 +178,21 @@ class Agent(TurnRunner):
                     yield TurnEnded("completed", text="".join(state.reply))
                     return
                 for call in calls:
-                    result = await self.delegation.call(
-                        call.name,
-                        call.arguments,
-                        session_id=turn.session_id,
-                        turn_id=turn.turn_id,
-                        correlation_id=correlation,
-                        depth=depth,
-                    )
+                    tool = self.toolbox is not None and self.toolbox.server_of(call.name)
+                    result = await self._call(call, turn, correlation, depth, tool=bool(tool))
                     state.added.append(
                         ChatMessage("tool", result.text, tool_call_id=call.call_id, name=call.name)
                     )
+                    where = result.target or call.name
                     yield Delegated(
-                        result.target or call.name, result.call_id, result.ok, result.text[:500]
+                        f"{where}/{call.name}" if tool else where,
+                        result.call_id,
+                        result.ok,
+                        result.text[:500],
+                        kind="tool" if tool else "delegate",
                     )
                     for artifact in result.artifacts:
-                        yield _forwarded(artifact, result.target or call.name)
+                        yield _forwarded(artifact, where)
             finished = True
             yield TurnEnded(
                 "failed",
@@ -191,6 +204,21 @@ class Agent(TurnRunner):
             if not finished:
                 _mark_interrupted(state)
             conversation.messages.extend(state.added)
+
+    async def _call(
+        self, call: ToolCall, turn: TurnInput, correlation: str, depth: int, *, tool: bool
+    ) -> ToolResult:
+        """One tool call: a tool-server tool through the toolbox, else a delegation."""
+        if tool and self.toolbox is not None:
+            return await self.toolbox.call(call.name, call.arguments, turn_id=turn.turn_id)
+        return await self.delegation.call(
+            call.name,
+            call.arguments,
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            correlation_id=correlation,
+            depth=depth,
+        )
 
 
 def _close_generation(state: _TurnState, calls: list[ToolCall] | None = None) -> None:

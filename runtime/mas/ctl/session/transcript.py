@@ -10,6 +10,8 @@ arrives, and everything else on ``info``, one line each, prefixed ``· ``:
   (replaced: the prefix above is discarded)``, ``· steer wait ... (queued after the
   current generation)``, the end of a steered turn with its text, and ``· cancel on
   concierge/S: the running turn was interrupted``;
+- tool-server tool calls of the streamed turn: ``· tool docs/search: ok: <result>`` (or
+  ``failed: <why>``), and a notice when a server's tools could not be offered;
 - the end of a turn that did not complete (``· turn failed: <message>``), and the final
   answer when it differs from the streamed text (after a ``replace`` steer).
 
@@ -31,7 +33,7 @@ from mas.ctl.session.activity import (
     Steered,
     SteeredTurnEnded,
 )
-from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded, TurnEvent
+from mas.runtime.turns import ArtifactEmitted, Delegated, TextDelta, TurnEnded, TurnEvent
 
 _APPLIED = {
     "preempted": "preempted: the prefix is kept, the rest replaced",
@@ -95,6 +97,10 @@ class ConsoleTranscript:
         if isinstance(event, ArtifactEmitted):
             what = event.text or event.url or (event.data and str(dict(event.data))) or ""
             self.note(f"artifact {event.name} ({event.kind}){': ' if what else ''}{what:.200}")
+            return
+        if isinstance(event, Delegated) and event.kind == "tool":
+            outcome = "ok" if event.ok else "failed"
+            self.note(f"tool {event.target}: {outcome}: {event.detail:.200}")
             return
         if isinstance(event, TextDelta) and event.text:
             self._streamed.append(event.text)
