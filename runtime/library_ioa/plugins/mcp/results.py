@@ -4,7 +4,10 @@ Rules (written against ``mcp`` 2.3):
 
 - text blocks are the model's text, joined by blank lines;
 - structured content is given to the model as JSON (after the text, or alone), since a
-  chat model reads text; it is not an artifact;
+  chat model reads text; it is not an artifact. Structured content that only repeats the
+  text is not repeated: the text is its JSON serialization (as the MCP spec asks servers
+  to send), or it is ``{"result": value}`` with the text being that value (how the SDKs
+  wrap a plain return value);
 - images, audio and binary embedded resources become ``file`` artifacts with their media
   type (the model reads a line naming each); a text embedded resource is both model text
   and a ``text`` artifact; a resource link becomes a ``url`` artifact;
@@ -57,8 +60,9 @@ def outcome_of(tool: str, result: CallToolResult) -> ToolOutcome:
             )
             artifacts.append(artifact)
             lines.append(f"[resource link {block.uri} returned as artifact {artifact.name}]")
-    if result.structured_content is not None:
-        lines.append("structured content (JSON): " + _json(result.structured_content))
+    structured = result.structured_content
+    if structured is not None and not _repeats(structured, lines):
+        lines.append("structured content (JSON): " + _json(structured))
     text = "\n\n".join(lines) if lines else "(the tool returned no content)"
     return ToolOutcome(not result.is_error, text, tuple(artifacts))
 
@@ -77,6 +81,22 @@ def _resource(block: EmbeddedResource, name: str, artifacts: list[ArtifactEmitte
         ArtifactEmitted("text", name, text=resource.text, media_type=resource.mime_type)
     )
     return f"[resource {uri}]\n{resource.text}"
+
+
+def _repeats(structured: Any, lines: list[str]) -> bool:
+    """Whether ``structured`` says nothing the text blocks do not already say."""
+    values = [structured]
+    if isinstance(structured, dict) and list(structured) == ["result"]:
+        values.append(structured["result"])
+    for line in lines:
+        if line in (str(v) for v in values):
+            return True
+        try:
+            if json.loads(line) in values:
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 def _decoded(data: str) -> bytes:
