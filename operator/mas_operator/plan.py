@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from mas.infra.addresses import normalize_url, parse_advertised_url
+from mas.infra.addresses import normalize_url, parse_advertised_url, parse_tool_server_url
 from mas.infra.errors import ApplicationInvalid, Problem
 from mas.infra.models import Application, SecretKeyRef
 from mas.infra.routes import Route
@@ -141,6 +141,11 @@ def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> A
             peers.append(Peer(address.port, host=address.host))
         secrets += [h.secret_key_ref for h in route.headers.values() if h.secret_key_ref]
     for source in hosted:
+        for tool in wired.routes.tools_of(source):  # MCP tool servers: egress and headers
+            if tool.url is not None:
+                address = parse_tool_server_url(tool.url)
+                peers.append(Peer(address.port, host=address.host))
+            secrets += [h.secret_key_ref for h in tool.headers.values() if h.secret_key_ref]
         model = spec.agency.agents[source].spec.model
         peer = _model_peer(model.params, model.type)
         if peer is not None:

@@ -129,7 +129,7 @@ class Agent(TurnRunner):
         try:
             offered: list[ToolSpec] = []
             if self.toolbox is not None:
-                offered, notices = await self.toolbox.tools()
+                offered, notices = await self.toolbox.tools(session_id=turn.session_id)
                 for line in notices:
                     yield Delegated("tools", "", False, line, kind="tool")
             for _step in range(self._max_steps):
@@ -210,7 +210,9 @@ class Agent(TurnRunner):
     ) -> ToolResult:
         """One tool call: a tool-server tool through the toolbox, else a delegation."""
         if tool and self.toolbox is not None:
-            return await self.toolbox.call(call.name, call.arguments, turn_id=turn.turn_id)
+            return await self.toolbox.call(
+                call.name, call.arguments, turn_id=turn.turn_id, session_id=turn.session_id
+            )
         return await self.delegation.call(
             call.name,
             call.arguments,

@@ -13,6 +13,8 @@ Rules:
   error, an unreachable server and a timeout come back as ``ok=False`` results the model
   reads, and each outcome is counted in ``maslab_tool_calls_total``.
 - Concurrency: ``tools`` and ``call`` may run concurrently; a listing race lists twice.
+  ``session_id`` is for observers (the session-mode activity view); the toolbox keeps no
+  state per session.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class Toolbox:
         """The tool servers, in ``spec.tools`` order."""
         return tuple(item.source.server for item in self._sources)
 
-    async def tools(self) -> tuple[list[ToolSpec], list[str]]:
+    async def tools(self, *, session_id: str = "") -> tuple[list[ToolSpec], list[str]]:
         """The tools to offer, and notice lines for what could not be offered."""
         notices: list[str] = []
         for item in self._sources:
@@ -117,7 +119,12 @@ class Toolbox:
         return source.server if source is not None else None
 
     async def call(
-        self, tool_name: str, arguments: Mapping[str, Any] | str | None, *, turn_id: str
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any] | str | None,
+        *,
+        turn_id: str,
+        session_id: str = "",
     ) -> ToolResult:
         """Run one tool call (see the module docstring); never raises for a failed call."""
         call_id = f"{turn_id}.{uuid.uuid4().hex[:12]}"

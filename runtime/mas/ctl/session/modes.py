@@ -159,6 +159,9 @@ class SessionProcess:
         for agent in host.agents:
             for route in self.wired.routes.from_agent(agent):
                 lines.append(f"route {route_text(self, route.source, route.target)}")
+            for tool in self.wired.routes.tools_of(agent):
+                only = f" (tools: {', '.join(tool.names)})" if tool.names is not None else ""
+                lines.append(f"tools {agent} -> {tool.server}: {tool.protocol} {tool.url}{only}")
         if self.control is not None:
             lines.append(f"control {self.control.address} ({', '.join(host.agents)})")
         else:

@@ -10,8 +10,9 @@ arrives, and everything else on ``info``, one line each, prefixed ``· ``:
   (replaced: the prefix above is discarded)``, ``· steer wait ... (queued after the
   current generation)``, the end of a steered turn with its text, and ``· cancel on
   concierge/S: the running turn was interrupted``;
-- tool-server tool calls of the streamed turn: ``· tool docs/search: ok: <result>`` (or
-  ``failed: <why>``), and a notice when a server's tools could not be offered;
+- tool-server calls of every hosted agent: ``· summarizer -> text-tools/word_count: ok:
+  <result>`` (or ``failed: <why>``), and ``· summarizer -> tools: failed: <why>`` when a
+  server's tools could not be offered;
 - the end of a turn that did not complete (``· turn failed: <message>``), and the final
   answer when it differs from the streamed text (after a ``replace`` steer).
 
@@ -32,8 +33,9 @@ from mas.ctl.session.activity import (
     DelegationStarted,
     Steered,
     SteeredTurnEnded,
+    ToolUsed,
 )
-from mas.runtime.turns import ArtifactEmitted, Delegated, TextDelta, TurnEnded, TurnEvent
+from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded, TurnEvent
 
 _APPLIED = {
     "preempted": "preempted: the prefix is kept, the rest replaced",
@@ -60,6 +62,10 @@ def activity_line(record: Activity) -> str:
         if ended.message and ended.status != "completed":
             tail += f" ({ended.message})"
         return f"steered turn {record.turn_id} ({record.mode}) ended {ended.status}{tail}"
+    if isinstance(record, ToolUsed):
+        outcome = "ok" if record.ok else "failed"
+        detail = " ".join(record.detail.split())
+        return f"{record.agent} -> {record.target}: {outcome}: {detail:.200}"
     if isinstance(record, Canceled):
         what = "the running turn was interrupted" if record.interrupted else "no turn was running"
         return f"cancel on {record.agent}/{record.session}: {what}"
@@ -97,10 +103,6 @@ class ConsoleTranscript:
         if isinstance(event, ArtifactEmitted):
             what = event.text or event.url or (event.data and str(dict(event.data))) or ""
             self.note(f"artifact {event.name} ({event.kind}){': ' if what else ''}{what:.200}")
-            return
-        if isinstance(event, Delegated) and event.kind == "tool":
-            outcome = "ok" if event.ok else "failed"
-            self.note(f"tool {event.target}: {outcome}: {event.detail:.200}")
             return
         if isinstance(event, TextDelta) and event.text:
             self._streamed.append(event.text)
