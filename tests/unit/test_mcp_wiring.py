@@ -8,11 +8,10 @@ import pytest
 
 from mas.ctl.cli import main
 from mas.infra.errors import ApplicationInvalid
-from mas.infra.validation import KnownPlugins, check_application, parse_application
+from mas.infra.validation import check_application, parse_application
 from mas.infra.wiring import wire
 from tests.unit.documents import document
 
-KNOWN = KnownPlugins(agent_expose=("a2a", "mcp"))
 DOCS = {"protocol": "mcp", "usage": "use", "url": "http://127.0.0.1:8600/mcp", "timeout": 5}
 
 
@@ -59,7 +58,7 @@ def test_mcp_door_beside_the_a2a_endpoint_of_one_agent() -> None:
             },
         }
     )
-    routes = wire(doc, KNOWN).routes
+    routes = wire(doc).routes
     doors = [(item.endpoint, item.agent, item.protocol, item.url) for item in routes.listeners]
     assert doors == [
         ("lead", "lead", "a2a", "http://127.0.0.1:8401"),
@@ -137,7 +136,7 @@ def test_mcp_door_beside_the_a2a_endpoint_of_one_agent() -> None:
 )
 def test_door_rules_name_the_field(endpoints: dict[str, object], expected: list[str]) -> None:
     app = parse_application(document(endpoints=endpoints))
-    assert [str(p) for p in check_application(app, KNOWN)] == expected
+    assert [str(p) for p in check_application(app)] == expected
 
 
 def test_routes_table_and_json_show_tool_servers(

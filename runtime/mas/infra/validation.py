@@ -39,7 +39,7 @@ class KnownPlugins:
     """Plugin names the registry offers, by the role the document gives them."""
 
     agent_comm: Collection[str] = field(default_factory=lambda: ("local", "a2a"))
-    agent_expose: Collection[str] = field(default_factory=lambda: ("a2a",))
+    agent_expose: Collection[str] = field(default_factory=lambda: ("a2a", "mcp"))
     model: Collection[str] = field(default_factory=lambda: ("echo", "scripted", "openai"))
     tool_source: Collection[str] = field(default_factory=lambda: ("mcp",))
 

@@ -4,7 +4,8 @@ Categories used by the product:
 
 - ``agent_comm``: the low-level outbound send (``local``: in-process bus; ``a2a``: a2a-sdk
   client). An endpoint's ``protocol`` selects the implementation.
-- ``agent_expose``: ingress adapters (``a2a``: the A2A server).
+- ``agent_expose``: ingress adapters (``a2a``: the A2A server; ``mcp``: the agent as an MCP
+  server).
 - ``model``: model plugins (``echo``, ``scripted``, ``openai``).
 - ``tool_source``: tool servers an agent's ``spec.tools`` names (``mcp``: an MCP server
   over streamable HTTP); an endpoint with usage ``use`` and this protocol is a tool server.
@@ -41,6 +42,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     },
     "agent_expose": {
         "a2a": "library_ioa.plugins.a2a.exposure:A2AExposure",
+        "mcp": "library_ioa.plugins.mcp.exposure:MCPExposure",
     },
     "model": {
         "echo": "mas.runtime.models.echo:EchoModel",

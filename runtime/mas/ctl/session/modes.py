@@ -146,6 +146,9 @@ class SessionProcess:
         lines = [f"hosting {self.entry} (entry)" + "".join(f", {a}" for a in others)]
         for bound in self.listeners.bound if self.listeners else ():
             url = bound.exposure.url
+            if bound.protocol != "a2a":
+                lines.append(f"listening {bound.agent}: {bound.protocol.upper()} {url}/mcp")
+                continue
             lines.append(
                 f"listening {bound.agent}: A2A {url} (JSON-RPC), {url}/a2a/rest (HTTP+JSON), "
                 f"card {url}/.well-known/agent-card.json"
