@@ -32,11 +32,13 @@ CONFIG_FILE = "application.yaml"
 CONFIG_DIR = "/etc/mas"
 METRICS_PORT = 9464
 DEFAULT_HTTP_PORT = 8080
+DEFAULT_MCP_PORT = 8090  # an MCP door beside the agent's A2A endpoint, when it sets no url
 RUNTIME_UID = 10001
 
 PORT_HTTP = "a2a-http"
 PORT_GRPC = "a2a-grpc"
 PORT_METRICS = "metrics"
+PORT_MCP = "mcp-http"
 
 CARD_PATH = "/.well-known/agent-card.json"
 

@@ -21,7 +21,13 @@ from mas.infra.models import Application, SecretKeyRef
 from mas.infra.routes import Route
 from mas.infra.wiring import Wired, wire
 from mas.runtime.registry import default_registry
-from mas_operator.names import CARD_PATH, DEFAULT_HTTP_PORT, METRICS_PORT, child_name
+from mas_operator.names import (
+    CARD_PATH,
+    DEFAULT_HTTP_PORT,
+    DEFAULT_MCP_PORT,
+    METRICS_PORT,
+    child_name,
+)
 from mas_operator.volumes import sqlite_problems
 
 _T = TypeVar("_T")
@@ -50,6 +56,7 @@ class AgentPlan:
     routes: tuple[Route, ...]
     peers: tuple[Peer, ...]
     secrets: tuple[SecretKeyRef, ...]
+    mcp_port: int | None = None  # an MCP door beside the agent's own endpoint
 
 
 @dataclass(frozen=True)
@@ -73,9 +80,9 @@ class Plan:
         return next(a for a in self.agents if a.agent == agent)
 
 
-def default_url(application: str, agent: str, namespace: str) -> str:
+def default_url(application: str, agent: str, namespace: str, port: int = DEFAULT_HTTP_PORT) -> str:
     """The in-cluster advertised url of a deployed agent whose endpoint has no url."""
-    return f"http://{child_name(application, agent)}.{namespace}.svc:{DEFAULT_HTTP_PORT}"
+    return f"http://{child_name(application, agent)}.{namespace}.svc:{port}"
 
 
 def _with_default_urls(document: Mapping[str, Any], namespace: str) -> dict[str, Any]:
@@ -92,7 +99,10 @@ def _with_default_urls(document: Mapping[str, Any], namespace: str) -> dict[str,
         deployed = usage in ("deploy", "use-and-deploy") or (
             usage is None and endpoint.get("expose") is True
         )
-        if deployed:
+        door = endpoint.get("agent")  # a door of another key: the agent's Service, own port
+        if deployed and isinstance(door, str) and door != agent:
+            endpoint["url"] = default_url(name, door, namespace, DEFAULT_MCP_PORT)
+        elif deployed:
             endpoint["url"] = default_url(name, str(agent), namespace)
     return doc
 
@@ -119,7 +129,9 @@ def _unique(items: list[_T]) -> tuple[_T, ...]:
 
 def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> AgentPlan:
     spec = app.spec
-    endpoint = spec.endpoints[agent]
+    doors = [item for item in wired.routes.listeners if item.agent == agent]
+    endpoint = spec.endpoints[doors[0].endpoint]  # its own endpoint first, in document order
+    mcp_door = next((d for d in doors[1:] if d.protocol == "mcp" and d.url), None)
     url = normalize_url(endpoint.url or default_url(app.metadata.name, agent, namespace))
     http_port = parse_advertised_url(url).port
     hosted = wired.routes.runtimes[agent]
@@ -166,6 +178,7 @@ def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> A
         routes=routes,
         peers=_unique(peers),
         secrets=tuple(unique_secrets.values()),
+        mcp_port=parse_advertised_url(mcp_door.url).port if mcp_door and mcp_door.url else None,
     )
 
 
@@ -206,9 +219,8 @@ def plan_application(document: Mapping[str, Any], namespace: str | None = None) 
     problems = _port_problems(wired.app) + sqlite_problems(wired.app)
     if problems:
         raise ApplicationInvalid(problems)
-    agents = tuple(
-        _agent_plan(wired.app, wired, listener.agent, ns) for listener in wired.routes.listeners
-    )
+    served = dict.fromkeys(listener.agent for listener in wired.routes.listeners)
+    agents = tuple(_agent_plan(wired.app, wired, agent, ns) for agent in served)
     kept = {"apiVersion": filled.get("apiVersion"), "kind": filled.get("kind")}
     kept["metadata"] = {"name": wired.app.metadata.name, "namespace": ns}
     kept["spec"] = filled.get("spec")
