@@ -3,6 +3,7 @@ plugin (against the local chat-completions server), tool errors, timeouts, image
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Mapping
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from tests.mcp.mcp_servers import PNG_BYTES, ToolServer
 from tests.runtime.fake_chat_server import FakeChatServer, Plan, text_chunks, tool_call_chunks
-from tests.runtime.runtime_support import collect, ended, scripted, wired
+from tests.runtime.runtime_support import DEADLINE, collect, ended, scripted, wired
 
 from mas.ctl.session.host import RuntimeHost
 from mas.infra.models import SecretKeyRef
@@ -115,6 +116,12 @@ async def test_a_hanging_tool_obeys_the_endpoint_timeout(tool_server: ToolServer
     before = _count("hang", "timeout")
     host = _host(tool_server.url, SHOUT, timeout=0.5)
     try:
+        # A listing may miss the short timeout on a loaded machine; the agent tries again at
+        # its next turn. Wait until the tools are listed, then test the call's timeout.
+        toolbox = host.runner("lead").toolbox  # type: ignore[attr-defined]
+        async with asyncio.timeout(DEADLINE):
+            while "hang" not in [tool.name for tool in (await toolbox.tools())[0]]:
+                pass
         events = await _turn(host, "wait for it")
     finally:
         await host.aclose()

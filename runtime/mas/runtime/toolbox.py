@@ -19,7 +19,6 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Collection, Mapping, Sequence
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mas.runtime import metrics
-from mas.runtime.boundary.delegation import ToolResult, ToolSpec
+from mas.runtime.boundary.delegation import ToolResult, ToolSpec, arguments_object
 from mas.runtime.boundary.tools import ToolSourceContract, ToolSourceError
 
 logger = logging.getLogger(__name__)
@@ -134,13 +133,13 @@ class Toolbox:
                 tool_name, None, call_id, False, f"unknown tool {tool_name!r}", "refused"
             )
         server = source.server
-        parsed = _parse_arguments(arguments)
+        parsed = arguments_object(arguments)
         if isinstance(parsed, str):
             metrics.TOOL_CALLS.labels(self.agent_id, server, tool_name, "refused").inc()
             why = f"{tool_name}: {parsed}"
             return ToolResult(tool_name, server, call_id, False, why, "refused")
         try:
-            outcome = await source.call(tool_name, parsed)
+            outcome = await source.call(tool_name, dict(parsed))
         except ToolSourceError as exc:
             logger.warning("agent %s: tool %s/%s: %s", self.agent_id, server, tool_name, exc)
             metrics.TOOL_CALLS.labels(self.agent_id, server, tool_name, exc.reason).inc()
@@ -166,17 +165,3 @@ class Toolbox:
         """Close every source."""
         for item in self._sources:
             await item.source.aclose()
-
-
-def _parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any] | str:
-    """The arguments as an object, or the reason they are refused."""
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            return f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
-    if not isinstance(arguments, Mapping):
-        return f"arguments must be a JSON object, got {arguments!r:.80}"
-    return dict(arguments)

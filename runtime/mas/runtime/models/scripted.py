@@ -265,32 +265,9 @@ class ScriptedModel(ModelPlugin):
                 await asyncio.sleep(rule.wait_ms / 1000)
             if rule.fail is not None:
                 raise ModelError(render(rule.fail))
-            if rule.delegate is not None:
-                name = tool_name_for(rule.delegate.to)
-                if name not in {t.name for t in request.tools}:
-                    offered = ", ".join(t.name for t in request.tools) or "(none)"
-                    raise ModelError(
-                        f"the scripted rule delegates to {rule.delegate.to!r}, which agent "
-                        f"{request.agent_id!r} cannot reach (tools: {offered})"
-                    )
-                yield ToolCall(
-                    f"call-{len(request.messages)}",
-                    name,
-                    {"message": render(rule.delegate.message)},
-                )
-                return
-            if rule.tool is not None:
-                if rule.tool.name not in {t.name for t in request.tools}:
-                    offered = ", ".join(t.name for t in request.tools) or "(none)"
-                    raise ModelError(
-                        f"the scripted rule calls the tool {rule.tool.name!r}, which agent "
-                        f"{request.agent_id!r} is not offered (tools: {offered})"
-                    )
-                yield ToolCall(
-                    f"call-{len(request.messages)}",
-                    rule.tool.name,
-                    _rendered(rule.tool.arguments, render),
-                )
+            call = _call_of(rule, request, render)
+            if call is not None:
+                yield call
                 return
         values["result"] = results[-1].content if results else ""
         for artifact in rule.artifacts:
@@ -306,6 +283,23 @@ class ScriptedModel(ModelPlugin):
             yield TextChunk(chunk)
         if rule.ask is not None:
             yield AskHuman(render(rule.ask))
+
+
+def _call_of(rule: Rule, request: ModelRequest, render: Any) -> ToolCall | None:
+    """The rule's one delegate or tool call, refused when the agent is not offered it."""
+    if rule.delegate is not None:
+        name = tool_name_for(rule.delegate.to)
+        arguments: dict[str, Any] = {"message": render(rule.delegate.message)}
+        why = f"delegates to {rule.delegate.to!r}, which agent {request.agent_id!r} cannot reach"
+    elif rule.tool is not None:
+        name, arguments = rule.tool.name, _rendered(rule.tool.arguments, render)
+        why = f"calls the tool {name!r}, which agent {request.agent_id!r} is not offered"
+    else:
+        return None
+    if name not in {t.name for t in request.tools}:
+        offered = ", ".join(t.name for t in request.tools) or "(none)"
+        raise ModelError(f"the scripted rule {why} (tools: {offered})")
+    return ToolCall(f"call-{len(request.messages)}", name, arguments)
 
 
 def _artifact(rule: ArtifactRule, render: Any) -> ArtifactEmitted:
