@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from compliance.mcp.report import build_report, render_markdown, scenario_of, write_reports
 
 pytestmark = pytest.mark.timeout(30)

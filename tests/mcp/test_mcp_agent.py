@@ -50,6 +50,17 @@ async def _turn(host: RuntimeHost, text: str) -> list[TurnEvent]:
     return await collect(host.mailbox("lead").submit(TurnInput("s", "t1", text)).events())
 
 
+async def _one_turn(
+    url: str, model: Mapping[str, Any], text: str, *, names: list[str] | None = None
+) -> list[TurnEvent]:
+    """Build the host, run one turn of 'lead', close the host."""
+    host = _host(url, model, names=names)
+    try:
+        return await _turn(host, text)
+    finally:
+        await host.aclose()
+
+
 def _tool_events(events: list[TurnEvent]) -> list[tuple[str, bool, str]]:
     return [(e.target, e.ok, e.detail) for e in events if isinstance(e, Delegated)]
 
@@ -82,11 +93,7 @@ SHOUT = scripted(
 async def test_the_scripted_model_calls_a_named_tool_with_arguments(
     tool_server: ToolServer,
 ) -> None:
-    host = _host(tool_server.url, SHOUT)
-    try:
-        events = await _turn(host, "shout hello")
-    finally:
-        await host.aclose()
+    events = await _one_turn(tool_server.url, SHOUT, "shout hello")
     assert ended(events).status == "completed"
     assert ended(events).text == "the server says HELLO"
     assert tool_server.calls == [("shout", {"text": "hello"})]
@@ -99,11 +106,7 @@ async def test_a_tool_error_goes_back_to_the_model_and_the_turn_completes(
     tool_server: ToolServer,
 ) -> None:
     before = _count("boom", "tool_error")
-    host = _host(tool_server.url, SHOUT)
-    try:
-        events = await _turn(host, "fail now")
-    finally:
-        await host.aclose()
+    events = await _one_turn(tool_server.url, SHOUT, "fail now")
     assert ended(events).status == "completed"
     assert ended(events).text == (
         "tool 'boom' reported an error: Error executing tool boom: boom: fail now"
@@ -134,11 +137,7 @@ async def test_a_hanging_tool_obeys_the_endpoint_timeout(tool_server: ToolServer
 
 
 async def test_an_image_comes_back_as_an_artifact_of_the_turn(tool_server: ToolServer) -> None:
-    host = _host(tool_server.url, SHOUT)
-    try:
-        events = await _turn(host, "draw")
-    finally:
-        await host.aclose()
+    events = await _one_turn(tool_server.url, SHOUT, "draw")
     [artifact] = [e for e in events if isinstance(e, ArtifactEmitted)]
     assert (artifact.name, artifact.content, artifact.media_type) == (
         "tools/picture-1",
@@ -153,11 +152,7 @@ async def test_a_dead_server_is_reported_and_the_turn_goes_on() -> None:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"
     before = _count("tools/list", "unreachable")
-    host = _host(url, SHOUT)
-    try:
-        events = await _turn(host, "hello")
-    finally:
-        await host.aclose()
+    events = await _one_turn(url, SHOUT, "hello")
     assert ended(events).text == "no tool for hello"
     [(target, ok, detail)] = _tool_events(events)
     assert (target, ok) == ("tools", False)
@@ -173,11 +168,7 @@ async def test_a_filter_offers_only_the_named_tools_and_reports_unknown_names(
     async with FakeChatServer() as chat:
         chat.plans.append(Plan(text_chunks("ok")))
         model = {"type": "openai", "params": {"base_url": chat.base_url, "model": "m"}}
-        host = _host(tool_server.url, model, names=["add", "missing"])
-        try:
-            events = await _turn(host, "hi")
-        finally:
-            await host.aclose()
+        events = await _one_turn(tool_server.url, model, "hi", names=["add", "missing"])
     offered = [t["function"]["name"] for t in chat.requests[0].body["tools"]]
     assert offered == ["delegate_to_helper", "add"]
     [(target, ok, detail)] = _tool_events(events)
@@ -192,11 +183,7 @@ async def test_the_openai_plugin_offers_mcp_tools_as_functions_and_calls_them(
         chat.plans.append(Plan(tool_call_chunks("call_1", "add", json.dumps({"a": 2, "b": 3}))))
         chat.plans.append(Plan(text_chunks("2 + 3 is ", "5.")))
         model = {"type": "openai", "params": {"base_url": chat.base_url, "model": "m"}}
-        host = _host(tool_server.url, model)
-        try:
-            events = await _turn(host, "what is 2 + 3?")
-        finally:
-            await host.aclose()
+        events = await _one_turn(tool_server.url, model, "what is 2 + 3?")
     assert ended(events).text == "2 + 3 is 5."
     assert tool_server.calls == [("add", {"a": 2, "b": 3})]
     functions = {t["function"]["name"]: t["function"] for t in chat.requests[0].body["tools"]}

@@ -17,12 +17,17 @@ from tests.mcp.mcp_servers import ToolServer
 from tests.runtime.fake_chat_server import FakeChatServer, Plan, text_chunks, tool_call_chunks
 from tests.session_modes.session_modes_support import (
     START,
+    MasCtl,
     application,
     environment,
     free_port,
     mas_ctl,
     write_app,
 )
+
+from mcp import Client
+
+COMPLIANCE_APP = Path(__file__).resolve().parents[2] / "compliance" / "mcp" / "application.yaml"
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -50,24 +55,29 @@ async def example_tool_server(control_dir: Path) -> AsyncIterator[str]:
         await process.communicate()
 
 
+async def run_example(control_dir: Path, tools_url: str, message: str) -> tuple[int, str, str]:
+    """``run-mas`` of the example, its listeners on free ports, its tool server at ``tools_url``."""
+    return await mas_ctl(
+        control_dir,
+        "run-mas",
+        "-f",
+        str(EXAMPLES / "agency.yaml"),
+        "--override",
+        f"infra:spec.endpoints.concierge.url=http://127.0.0.1:{free_port()}",
+        "--override",
+        f"infra:spec.endpoints.researcher.url=http://127.0.0.1:{free_port()}",
+        "--override",
+        f"infra:spec.endpoints.text-tools.url={tools_url}",
+        "-m",
+        message,
+    )
+
+
 async def test_the_example_summarizer_uses_the_example_mcp_server(
     tmp_path: Path, control_dir: Path
 ) -> None:
     async with example_tool_server(control_dir) as url:
-        code, out, err = await mas_ctl(
-            control_dir,
-            "run-mas",
-            "-f",
-            str(EXAMPLES / "agency.yaml"),
-            "--override",
-            f"infra:spec.endpoints.concierge.url=http://127.0.0.1:{free_port()}",
-            "--override",
-            f"infra:spec.endpoints.researcher.url=http://127.0.0.1:{free_port()}",
-            "--override",
-            f"infra:spec.endpoints.text-tools.url={url}",
-            "-m",
-            "summarize: the cat sat on the mat",
-        )
+        code, out, err = await run_example(control_dir, url, "summarize: the cat sat on the mat")
     assert code == 0, err
     assert json.loads(out.removeprefix("summary of your notes: ")) == {
         "words": 6,
@@ -85,20 +95,7 @@ async def test_the_example_says_so_when_its_mcp_server_is_down(
     tmp_path: Path, control_dir: Path
 ) -> None:
     down = f"http://127.0.0.1:{free_port()}/mcp"
-    code, out, err = await mas_ctl(
-        control_dir,
-        "run-mas",
-        "-f",
-        str(EXAMPLES / "agency.yaml"),
-        "--override",
-        f"infra:spec.endpoints.concierge.url=http://127.0.0.1:{free_port()}",
-        "--override",
-        f"infra:spec.endpoints.researcher.url=http://127.0.0.1:{free_port()}",
-        "--override",
-        f"infra:spec.endpoints.text-tools.url={down}",
-        "-m",
-        "summarize: the cat sat",
-    )
+    code, out, err = await run_example(control_dir, down, "summarize: the cat sat")
     # The scripted summarizer insists on its tool, so its turn fails; the concierge reads
     # that failure as a tool error and answers with it: no crashed turn, no traceback.
     assert code == 0, err
@@ -138,3 +135,32 @@ async def test_an_openai_agent_calls_an_mcp_tool_in_run_mas(
     assert "· calc -> maths/add: ok: 42" in err.splitlines()
     assert [t["function"]["name"] for t in chat.requests[0].body["tools"]] == ["add"]
     assert chat.requests[1].body["messages"][-1]["content"] == "42"
+
+
+async def test_mas_ctl_serve_serves_the_compliance_agents_mcp_door(
+    tmp_path: Path, control_dir: Path
+) -> None:
+    a2a, door = free_port(), free_port()
+    run = await MasCtl.start(
+        control_dir,
+        "serve",
+        "-f",
+        str(COMPLIANCE_APP),
+        "--agent",
+        "subject",
+        "--no-control",
+        "--override",
+        f"infra:spec.endpoints.subject.url=http://127.0.0.1:{a2a}",
+        "--override",
+        f"infra:spec.endpoints.subject-mcp.url=http://127.0.0.1:{door}",
+    )
+    try:
+        await run.wait_for("serving subject:", stream="out")
+        assert f"MCP http://127.0.0.1:{door}/mcp" in run.out
+        async with asyncio.timeout(START), Client(f"http://127.0.0.1:{door}/mcp") as client:
+            result = await client.call_tool("echo", {"message": "hi"})
+        assert result.structured_content is not None
+        assert result.structured_content["text"] == "heard: hi"
+        assert await run.signal() == 0
+    finally:
+        await run.close()
