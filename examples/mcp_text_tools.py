@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import socket
 import sys
 from collections import Counter
 
@@ -41,8 +42,8 @@ def top_words(text: str, n: int = 3) -> list[str]:
 
 
 class _Announcing(uvicorn.Server):
-    async def startup(self, sockets: list[object] | None = None) -> None:
-        await super().startup(sockets)  # type: ignore[arg-type]
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
         port = self.servers[0].sockets[0].getsockname()[1]
         print(f"serving MCP text tools at http://{self.config.host}:{port}/mcp", flush=True)
 
