@@ -20,6 +20,7 @@ from mas_operator.names import (
     METRICS_PORT,
     PORT_GRPC,
     PORT_HTTP,
+    PORT_MCP,
     PORT_METRICS,
     RUNTIME_UID,
     child_labels,
@@ -105,6 +106,8 @@ def container_ports(agent: AgentPlan) -> list[dict[str, Any]]:
     ports = [{"name": PORT_HTTP, "containerPort": agent.http_port, "protocol": "TCP"}]
     if agent.grpc_port is not None:
         ports.append({"name": PORT_GRPC, "containerPort": agent.grpc_port, "protocol": "TCP"})
+    if agent.mcp_port is not None:
+        ports.append({"name": PORT_MCP, "containerPort": agent.mcp_port, "protocol": "TCP"})
     ports.append({"name": PORT_METRICS, "containerPort": METRICS_PORT, "protocol": "TCP"})
     return ports
 

@@ -31,11 +31,13 @@ CONFIG_FILE = "application.yaml"
 CONFIG_DIR = "/etc/mas"
 METRICS_PORT = 9464
 DEFAULT_HTTP_PORT = incluster.DEFAULT_SERVICE_PORT
+DEFAULT_MCP_PORT = incluster.DEFAULT_MCP_PORT  # an MCP door beside the agent's A2A endpoint
 RUNTIME_UID = 10001
 
 PORT_HTTP = "a2a-http"
 PORT_GRPC = "a2a-grpc"
 PORT_METRICS = "metrics"
+PORT_MCP = "mcp-http"
 
 CARD_PATH = "/.well-known/agent-card.json"
 

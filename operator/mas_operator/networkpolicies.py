@@ -23,6 +23,7 @@ from mas_operator.names import (
     METRICS_PORT,
     PORT_GRPC,
     PORT_HTTP,
+    PORT_MCP,
     child_labels,
     selector_labels,
 )
@@ -57,6 +58,8 @@ def _ingress_rules(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
     a2a = [{"protocol": "TCP", "port": PORT_HTTP}]
     if agent.grpc_port is not None:
         a2a.append({"protocol": "TCP", "port": PORT_GRPC})
+    if agent.mcp_port is not None:
+        a2a.append({"protocol": "TCP", "port": PORT_MCP})
     rules: list[dict[str, Any]] = [{"ports": a2a}]
     metrics_namespace = plan.app.spec.runtime.network_policy.metrics_namespace
     if metrics_namespace:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from mas.infra.addresses import normalize_url, parse_advertised_url
+from mas.infra.addresses import normalize_url, parse_advertised_url, parse_tool_server_url
 from mas.infra.errors import ApplicationInvalid, Problem
 from mas.infra.incluster import (
     UrlNote,
@@ -28,7 +28,12 @@ from mas.infra.models import Application, SecretKeyRef
 from mas.infra.routes import Route
 from mas.infra.wiring import Wired, wire
 from mas.runtime.registry import default_registry
-from mas_operator.names import CARD_PATH, METRICS_PORT, child_name
+from mas_operator.names import (
+    CARD_PATH,
+    DEFAULT_HTTP_PORT,
+    METRICS_PORT,
+    child_name,
+)
 from mas_operator.volumes import sqlite_problems
 
 _T = TypeVar("_T")
@@ -57,6 +62,7 @@ class AgentPlan:
     routes: tuple[Route, ...]
     peers: tuple[Peer, ...]
     secrets: tuple[SecretKeyRef, ...]
+    mcp_port: int | None = None  # an MCP door beside the agent's own endpoint
 
 
 @dataclass(frozen=True)
@@ -82,9 +88,9 @@ class Plan:
         return next(a for a in self.agents if a.agent == agent)
 
 
-def default_url(application: str, agent: str, namespace: str) -> str:
+def default_url(application: str, agent: str, namespace: str, port: int = DEFAULT_HTTP_PORT) -> str:
     """The in-cluster advertised url of a deployed agent whose endpoint has no url."""
-    return service_url(application, agent, namespace)
+    return service_url(application, agent, namespace, port)
 
 
 def _model_peer(params: Mapping[str, Any], model_type: str) -> Peer | None:
@@ -111,7 +117,9 @@ def _agent_plan(
     app: Application, wired: Wired, agent: str, namespace: str, services: Mapping[str, str]
 ) -> AgentPlan:
     spec = app.spec
-    endpoint = spec.endpoints[agent]
+    doors = [item for item in wired.routes.listeners if item.agent == agent]
+    endpoint = spec.endpoints[doors[0].endpoint]  # its own endpoint first, in document order
+    mcp_door = next((d for d in doors[1:] if d.protocol == "mcp" and d.url), None)
     url = normalize_url(endpoint.url or default_url(app.metadata.name, agent, namespace))
     http_port = parse_advertised_url(url).port
     hosted = wired.routes.runtimes[agent]
@@ -136,6 +144,12 @@ def _agent_plan(
                 peers.append(Peer(address.port, host=address.host))
         secrets += [h.secret_key_ref for h in route.headers.values() if h.secret_key_ref]
     for source in hosted:
+        for tool in wired.routes.tools_of(source):  # MCP tool servers: egress and headers
+            if tool.url is not None:
+                address = parse_tool_server_url(tool.url)
+                if pod_local_kind(address.host) is None:  # the pod itself: no policy applies
+                    peers.append(Peer(address.port, host=address.host))
+            secrets += [h.secret_key_ref for h in tool.headers.values() if h.secret_key_ref]
         model = spec.agency.agents[source].spec.model
         peer = _model_peer(model.params, model.type)
         if peer is not None:
@@ -156,6 +170,7 @@ def _agent_plan(
         routes=routes,
         peers=_unique(peers),
         secrets=tuple(unique_secrets.values()),
+        mcp_port=parse_advertised_url(mcp_door.url).port if mcp_door and mcp_door.url else None,
     )
 
 
@@ -197,10 +212,8 @@ def plan_application(document: Mapping[str, Any], namespace: str | None = None) 
     problems = _port_problems(wired.app) + sqlite_problems(wired.app)
     if problems:
         raise ApplicationInvalid(problems)
-    agents = tuple(
-        _agent_plan(wired.app, wired, listener.agent, ns, urls.services)
-        for listener in wired.routes.listeners
-    )
+    served = dict.fromkeys(listener.agent for listener in wired.routes.listeners)
+    agents = tuple(_agent_plan(wired.app, wired, agent, ns, urls.services) for agent in served)
     kept = {"apiVersion": filled.get("apiVersion"), "kind": filled.get("kind")}
     kept["metadata"] = {"name": wired.app.metadata.name, "namespace": ns}
     kept["spec"] = filled.get("spec")

@@ -9,6 +9,7 @@ from mas_operator.names import (
     ANNOTATION_URL,
     PORT_GRPC,
     PORT_HTTP,
+    PORT_MCP,
     child_labels,
     selector_labels,
 )
@@ -16,7 +17,7 @@ from mas_operator.plan import AgentPlan, Plan
 
 
 def service_ports(agent: AgentPlan) -> list[dict[str, Any]]:
-    """Named ports: the A2A HTTP port and gRPC when set.
+    """Named ports: the A2A HTTP port, gRPC when set, and the MCP door when it has one.
 
     The runtime's metrics port stays off this public Service (as ``mas-ctl serve`` intends);
     Prometheus scrapes the pods' ``metrics`` container port (a PodMonitor).
@@ -27,6 +28,10 @@ def service_ports(agent: AgentPlan) -> list[dict[str, Any]]:
     if agent.grpc_port is not None:
         ports.append(
             {"name": PORT_GRPC, "port": agent.grpc_port, "targetPort": PORT_GRPC, "protocol": "TCP"}
+        )
+    if agent.mcp_port is not None:
+        ports.append(
+            {"name": PORT_MCP, "port": agent.mcp_port, "targetPort": PORT_MCP, "protocol": "TCP"}
         )
     return ports
 

@@ -23,11 +23,13 @@ class EchoComm:
 def test_builtins_are_listed_without_importing_them() -> None:
     registry = builtin_registry()
     assert registry.names("agent_comm") == ["a2a", "local"]
-    assert registry.names("agent_expose") == ["a2a"]
+    assert registry.names("agent_expose") == ["a2a", "mcp"]
     assert registry.names("model") == ["echo", "openai", "scripted"]
-    assert set(BUILTINS) == {"agent_comm", "agent_expose", "model"}
+    assert registry.names("tool_source") == ["mcp"]
+    assert set(BUILTINS) == {"agent_comm", "agent_expose", "model", "tool_source"}
     known = registry.known_plugins()
     assert list(known.agent_comm) == ["a2a", "local"]
+    assert list(known.tool_source) == ["mcp"]
 
 
 def test_create_passes_params_then_runtime_context() -> None:

@@ -60,6 +60,17 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
         ("spec.endpoints.writer.url", "has a path prefix '/agents/writer'"),
         ("spec.endpoints.writer.usage", "'publish': Input should be 'use', 'deploy' or"),
     ],
+    "mcp-tools.yaml": [
+        ("spec.agency.agents.writer.spec.delegates_to[0]", "'docs' is a tool server"),
+        ("spec.agency.agents.writer.spec.tools[0].server", "'nowhere' is not an endpoint"),
+        ("spec.agency.agents.writer.spec.tools[1].server", "protocol 'a2a' and usage 'use'"),
+        ("spec.agency.agents.writer.spec.tools[2].names", "'lookup' is listed twice"),
+        ("spec.agency.agents.writer.spec.tools[3].server", "'docs' is listed twice"),
+        ("spec.endpoints.docs.url", "accepted: http(s)://host[:port][/path]"),
+    ],
+    "mcp-empty-tool-filter.yaml": [
+        ("spec.agency.agents.writer.spec.tools[0].names", "List should have at least 1 item"),
+    ],
     "bad-agent-id.yaml": [
         ("spec.agency.agents", "'Writer_One' is not an agent id; accepted: a DNS-1123 label"),
     ],

@@ -78,6 +78,27 @@ def parse_advertised_url(url: str) -> HostPort:
     return HostPort(parts.hostname, port if port is not None else DEFAULT_PORTS[parts.scheme])
 
 
+def parse_tool_server_url(url: str) -> HostPort:
+    """The host:port of a tool server's url: ``http(s)://host[:port][/path]``, no fragment.
+
+    Unlike an advertised base URL, a tool server's url names its endpoint, path included
+    (an MCP server's streamable HTTP endpoint is often ``/mcp``).
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise AddressError(f"{url!r} is not a valid URL ({exc})") from None
+    if parts.scheme not in ACCEPTED_SCHEMES or not parts.hostname:
+        raise AddressError(
+            f"{url!r} is not accepted; accepted: http(s)://host[:port][/path], the server's "
+            "endpoint (e.g. http://127.0.0.1:8600/mcp)"
+        )
+    if parts.fragment:
+        raise AddressError(f"{url!r} has a fragment; accepted: http(s)://host[:port][/path]")
+    return HostPort(parts.hostname, port if port is not None else DEFAULT_PORTS[parts.scheme])
+
+
 def parse_grpc_address(address: str) -> HostPort:
     """``host:port`` (optionally ``grpc://host:port``) of a gRPC listener."""
     text = address.removeprefix("grpc://").removeprefix("grpcs://")

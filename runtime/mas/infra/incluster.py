@@ -18,7 +18,10 @@ apply these rules through :func:`cluster_document`:
 4. A delegation route to a deployed agent of the same Application always goes to that
    agent's Service, whatever it advertises (:func:`pod_document`): the traffic stays in
    the cluster and matches the NetworkPolicies, which admit peers by pod label.
-5. A ``usage: use`` endpoint (an agent this Application does not deploy) with a pod-local
+5. Another door of a deployed agent (an endpoint row with ``agent: <id>``, such as an MCP
+   door) follows rules 1 to 3 at that agent's Service, on its own port (8090 when it has
+   no url).
+6. A ``usage: use`` endpoint (an agent this Application does not deploy) with a pod-local
    url is kept, since nothing says where that agent runs, and a :class:`UrlNote` says
    that delegations to it from the pods will fail to connect.
 
@@ -41,6 +44,7 @@ from mas.infra.addresses import DEFAULT_PORTS, ip_of
 from mas.infra.routes import Route
 
 DEFAULT_SERVICE_PORT = 8080
+DEFAULT_MCP_PORT = 8090  # an MCP door (an endpoint with ``agent:``) that sets no url
 
 _MAX_LABEL = 63
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
@@ -166,7 +170,21 @@ def cluster_document(document: Mapping[str, Any], namespace: str) -> ClusterUrls
         path = f"spec.endpoints.{agent}.url"
         url = endpoint.get("url")
         local = _pod_local_port(url)
-        if _deployed(endpoint) and agent in local_agents:
+        door = endpoint.get("agent")
+        if _deployed(endpoint) and isinstance(door, str) and door != agent and door in local_agents:
+            # another door of an agent (an MCP endpoint with ``agent:``): that agent's
+            # Service, on the door's own port
+            if url is None:
+                endpoint["url"] = service_url(application, door, namespace, DEFAULT_MCP_PORT)
+            elif local is not None:
+                kind, port = local
+                endpoint["url"] = service_url(application, door, namespace, port)
+                message = (
+                    f"{url} is {_what(kind)}; in the cluster this door of {door!r} is "
+                    f"advertised and reached at its Service, {endpoint['url']}"
+                )
+                notes.append(UrlNote(path, str(url), endpoint["url"], message))
+        elif _deployed(endpoint) and agent in local_agents:
             if url is None:
                 endpoint["url"] = service_url(application, str(agent), namespace)
             elif local is not None:

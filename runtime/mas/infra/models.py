@@ -121,8 +121,30 @@ class AgentMetadata(Model):
     description: str | None = Field(default=None, description="Short description.")
 
 
+ToolName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$"),
+    Field(description="A tool name as its server lists it (letters, digits, '_', '.', '-')."),
+]
+
+
+class ToolGrant(Model):
+    """The tools an agent may use from one tool server (an endpoint with usage use)."""
+
+    server: AgentId = Field(
+        description="The endpoint id of the tool server (e.g. an endpoint with protocol mcp "
+        "and usage use)."
+    )
+    names: list[ToolName] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_LIST,
+        description="Only these tools of the server; absent: every tool it lists.",
+    )
+
+
 class AgentSpec(Model):
-    """What an agent does and whom it may delegate to."""
+    """What an agent does, whom it may delegate to and which tools it may use."""
 
     description: str | None = Field(default=None, description="Description for the AgentCard.")
     skills: list[Skill] = Field(default_factory=list, max_length=MAX_LIST)
@@ -132,6 +154,12 @@ class AgentSpec(Model):
         max_length=MAX_LIST,
         description="Agent ids this agent may delegate to: local agents or endpoints with "
         "usage use or use-and-deploy.",
+    )
+    tools: list[ToolGrant] = Field(
+        default_factory=list,
+        max_length=MAX_LIST,
+        description="Tool servers this agent may use (registry category 'tool_source', by "
+        "the endpoint's protocol), optionally limited to some of their tools.",
     )
     instructions: str | None = Field(default=None, description="System instructions.")
     model: PluginSelector = Field(
@@ -415,14 +443,21 @@ class A2AOptions(Model):
 
 
 class Endpoint(Model):
-    """The public protocol configuration of one agent, keyed by its exact agent id."""
+    """The public protocol configuration of one agent, or a tool server, keyed by an id.
+
+    The key is the agent id, except for a door served under a key of its own (``agent``
+    names the agent it serves, e.g. an MCP door beside the agent's A2A endpoint) and for a
+    tool server (``usage: use`` with a tool-source protocol such as ``mcp``).
+    """
 
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "!has(self.url) || self.url.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]+/?$')",
-                    "message": "the advertised url cannot include a path prefix, query or fragment",
+                    "rule": "!has(self.url) || self.url.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]+/?$')"
+                    " || (self.protocol == 'mcp' && has(self.usage) && self.usage == 'use')",
+                    "message": "the advertised url cannot include a path prefix, query or fragment "
+                    "(only an MCP tool server's url, usage use, names a path)",
                 },
             ]
         }
@@ -432,13 +467,16 @@ class Endpoint(Model):
         default="a2a",
         min_length=1,
         max_length=63,
-        description="The protocol; selects the agent_comm plugin.",
+        description="The protocol: selects the agent_comm plugin (a peer agent), the "
+        "tool_source plugin (a tool server, e.g. mcp with usage use) or the agent_expose "
+        "plugin (a deployed door, e.g. a2a or mcp with usage deploy).",
     )
     url: str | None = Field(
         default=None,
         max_length=2048,
         description="Advertised base URL (scheme://host:port, no path). For a deployed agent "
-        "in a cluster it defaults to the agent's Service DNS name.",
+        "in a cluster it defaults to the agent's Service DNS name. A tool server's url "
+        "(protocol mcp, usage use) is its endpoint, path included (e.g. http://host:8600/mcp).",
     )
     usage: Usage | None = Field(
         default=None,
@@ -449,11 +487,20 @@ class Endpoint(Model):
         default=None,
         description="Legacy: expose: true reads as use-and-deploy when usage is absent.",
     )
+    agent: AgentId | None = Field(
+        default=None,
+        description="The agent this deployed endpoint serves when its key is not the agent id "
+        "(one agent with an A2A and an MCP door: the second endpoint names it here).",
+    )
     headers: dict[HeaderName, HeaderValue] = Field(
         default_factory=dict, max_length=50, description="Headers sent to the peer on every call."
     )
     timeout: float = Field(default=30.0, gt=0, le=3600, description="Call timeout in seconds.")
     a2a: A2AOptions = Field(default_factory=A2AOptions)
+
+    def served_agent(self, key: str) -> str:
+        """The agent a deployed endpoint keyed ``key`` serves: ``agent``, else the key."""
+        return self.agent if self.agent is not None else key
 
     @property
     def effective_usage(self) -> Usage:
@@ -601,11 +648,13 @@ class ApplicationSpec(Model):
                 },
                 {
                     "rule": "!has(self.endpoints) || self.endpoints.all(k, k in self.agency.agents"
+                    " || (has(self.endpoints[k].agent) && self.endpoints[k].agent in"
+                    " self.agency.agents)"
                     " || (has(self.endpoints[k].usage) ? self.endpoints[k].usage == 'use'"
                     " : !(has(self.endpoints[k].expose) && self.endpoints[k].expose)))",
                     "message": "an endpoint with usage deploy or use-and-deploy (or legacy "
-                    "expose: true) must be keyed by an agent of the agency; an external "
-                    "agent takes usage: use",
+                    "expose: true) must be keyed by an agent of the agency or name one in "
+                    "agent; an external agent takes usage: use",
                 },
             ]
         }

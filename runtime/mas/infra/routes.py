@@ -10,8 +10,15 @@ Resolution order for a target ``T`` of agent ``A`` (the spec's "Registry and rou
 3. otherwise wiring fails: :class:`~mas.infra.errors.WiringError` lists every missing target
    and who delegates to it.
 
+Tools: each ``spec.tools`` grant of an agent gives a :class:`ToolRoute` to that tool server
+endpoint (its protocol selects the ``tool_source`` plugin; url, headers and timeout as for a
+remote route). Validation has already refused a grant naming no tool server; such a grant
+gives no route here.
+
 Hosting: an agent with a deployed endpoint gets a runtime of its own; the agents it reaches
-through in-process routes (private workers, transitively) run inside that runtime.
+through in-process routes (private workers, transitively) run inside that runtime. One agent
+may have several deployed endpoints (doors), one per protocol: an endpoint with ``agent:``
+serves that agent under a key of its own.
 """
 
 from __future__ import annotations
@@ -52,6 +59,19 @@ class Route:
 
 
 @dataclass(frozen=True)
+class ToolRoute:
+    """A tool server ``source`` may use, and which of its tools (``None``: all)."""
+
+    source: str
+    server: str
+    protocol: str
+    url: str | None
+    headers: Mapping[str, HeaderValue] = field(default_factory=dict)
+    timeout: float | None = None
+    names: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class Listener:
     """A deployed endpoint: the process hosting ``agent`` binds it."""
 
@@ -60,6 +80,7 @@ class Listener:
     url: str | None
     grpc_port: int | None
     grpc_url: str | None
+    endpoint: str = ""  # the endpoint's key: the agent id, or a door's own name
 
 
 @dataclass(frozen=True)
@@ -70,14 +91,26 @@ class Routes:
     listeners: tuple[Listener, ...]
     runtimes: Mapping[str, tuple[str, ...]]
     agent_comm: CommChoice
+    tools: tuple[ToolRoute, ...] = ()
 
     def from_agent(self, source: str) -> tuple[Route, ...]:
         """The routes of one delegating agent, in ``delegates_to`` order."""
         return tuple(r for r in self.routes if r.source == source)
 
-    def listener(self, agent: str) -> Listener | None:
-        """The deployed endpoint of ``agent``, if it has one."""
-        return next((item for item in self.listeners if item.agent == agent), None)
+    def tools_of(self, source: str) -> tuple[ToolRoute, ...]:
+        """The tool servers of one agent, in ``spec.tools`` order."""
+        return tuple(t for t in self.tools if t.source == source)
+
+    def listener(self, agent: str, protocol: str | None = None) -> Listener | None:
+        """The (first) deployed endpoint of ``agent``, of ``protocol`` when given."""
+        return next(
+            (
+                item
+                for item in self.listeners
+                if item.agent == agent and (protocol is None or item.protocol == protocol)
+            ),
+            None,
+        )
 
     def hosted_with(self, roots: tuple[str, ...]) -> tuple[str, ...]:
         """``roots`` and every agent they reach through in-process routes, transitively."""
@@ -135,10 +168,33 @@ def build_routes(app: Application) -> Routes:
     if missing:
         raise WiringError(missing)
     listeners = tuple(
-        Listener(agent, ep.protocol, ep.url, ep.a2a.grpc_port, ep.a2a.grpc_url)
-        for agent, ep in spec.endpoints.items()
-        if ep.deployed and agent in spec.agency.agents
+        Listener(ep.served_agent(key), ep.protocol, ep.url, ep.a2a.grpc_port, ep.a2a.grpc_url, key)
+        for key, ep in spec.endpoints.items()
+        if ep.deployed and ep.served_agent(key) in spec.agency.agents
     )
-    partial = Routes(tuple(routes), listeners, {}, comm)
+    tools = tuple(_tool_routes(app))
+    partial = Routes(tuple(routes), listeners, {}, comm, tools)
     runtimes = {item.agent: partial.hosted_with((item.agent,)) for item in listeners}
-    return Routes(tuple(routes), listeners, runtimes, comm)
+    return Routes(tuple(routes), listeners, runtimes, comm, tools)
+
+
+def _tool_routes(app: Application) -> list[ToolRoute]:
+    out: list[ToolRoute] = []
+    for source, manifest in app.spec.agency.agents.items():
+        for grant in manifest.spec.tools:
+            endpoint = app.spec.endpoints.get(grant.server)
+            if endpoint is None or not endpoint.used:
+                continue
+            names = tuple(grant.names) if grant.names is not None else None
+            out.append(
+                ToolRoute(
+                    source,
+                    grant.server,
+                    endpoint.protocol,
+                    endpoint.url,
+                    endpoint.headers,
+                    endpoint.timeout,
+                    names,
+                )
+            )
+    return out

@@ -16,11 +16,18 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from mas.infra.addresses import AddressError, HostPort, parse_advertised_url, parse_grpc_address
+from mas.infra.addresses import (
+    AddressError,
+    HostPort,
+    parse_advertised_url,
+    parse_grpc_address,
+    parse_tool_server_url,
+)
 from mas.infra.errors import ApplicationInvalid, Problem
 from mas.infra.models import (
     ACCEPTED_API_VERSIONS,
     DNS_LABEL_PATTERN,
+    AgentManifest,
     Application,
     CommSelector,
     Endpoint,
@@ -32,8 +39,9 @@ class KnownPlugins:
     """Plugin names the registry offers, by the role the document gives them."""
 
     agent_comm: Collection[str] = field(default_factory=lambda: ("local", "a2a"))
-    agent_expose: Collection[str] = field(default_factory=lambda: ("a2a",))
+    agent_expose: Collection[str] = field(default_factory=lambda: ("a2a", "mcp"))
     model: Collection[str] = field(default_factory=lambda: ("echo", "scripted", "openai"))
+    tool_source: Collection[str] = field(default_factory=lambda: ("mcp",))
 
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -155,26 +163,14 @@ def _endpoint_problems(
     known: KnownPlugins,
     require_urls: bool,
     cards: dict[HostPort, list[str]],
+    doors: dict[tuple[str, str], list[str]],
 ) -> list[Problem]:
     where = f"spec.endpoints.{agent_id}"
-    problems: list[Problem] = []
-    if endpoint.protocol not in known.agent_comm:
-        problems.append(
-            Problem(
-                f"{where}.protocol",
-                f"{endpoint.protocol!r} is not a known protocol; known: "
-                + ", ".join(sorted(known.agent_comm)),
-            )
-        )
-    elif endpoint.deployed and endpoint.protocol not in known.agent_expose:
-        problems.append(
-            Problem(
-                f"{where}.protocol",
-                f"{endpoint.protocol!r} cannot be deployed (no agent_expose plugin); deployable: "
-                + ", ".join(sorted(known.agent_expose)),
-            )
-        )
-    if endpoint.deployed and agent_id not in agents:
+    problems = _protocol_problems(where, endpoint, known)
+    served = endpoint.served_agent(agent_id)
+    if endpoint.agent is not None:
+        problems += _door_problems(where, agent_id, endpoint, agents)
+    elif endpoint.deployed and agent_id not in agents:
         problems.append(
             Problem(
                 f"{where}.usage",
@@ -191,6 +187,8 @@ def _endpoint_problems(
                 "true, or drop them",
             )
         )
+    if endpoint.deployed and served in agents:
+        doors[(served, endpoint.protocol)].append(where)
     http: HostPort | None = None
     if endpoint.url is None:
         if not endpoint.deployed:
@@ -207,6 +205,11 @@ def _endpoint_problems(
                     "only the operator defaults it to the Service DNS name",
                 )
             )
+    elif endpoint.protocol in known.tool_source and not endpoint.deployed:
+        try:
+            parse_tool_server_url(endpoint.url)
+        except AddressError as exc:
+            problems.append(Problem(f"{where}.url", str(exc)))
     else:
         try:
             http = parse_advertised_url(endpoint.url)
@@ -215,6 +218,128 @@ def _endpoint_problems(
     problems += _grpc_problems(where, endpoint, http, cards)
     if endpoint.deployed and http is not None:
         cards[http.socket_key()].append(f"{where}.url")
+    return problems
+
+
+def _protocol_problems(where: str, endpoint: Endpoint, known: KnownPlugins) -> list[Problem]:
+    """The endpoint's protocol against the plugins each of its usages needs."""
+    protocol = endpoint.protocol
+    comm, tools, expose = (
+        protocol in known.agent_comm,
+        protocol in known.tool_source,
+        protocol in known.agent_expose,
+    )
+    if not (comm or tools or expose):
+        every = {*known.agent_comm, *known.tool_source, *known.agent_expose}
+        return [
+            Problem(
+                f"{where}.protocol",
+                f"{protocol!r} is not a known protocol; known: " + ", ".join(sorted(every)),
+            )
+        ]
+    if endpoint.used and not (comm or tools):
+        return [
+            Problem(
+                f"{where}.usage",
+                f"{endpoint.effective_usage!r}: protocol {protocol!r} has no agent_comm or "
+                "tool_source plugin to use it; accepted: usage deploy",
+            )
+        ]
+    if endpoint.deployed and not expose:
+        return [
+            Problem(
+                f"{where}.protocol",
+                f"{protocol!r} cannot be deployed (no agent_expose plugin); deployable: "
+                + ", ".join(sorted(known.agent_expose)),
+            )
+        ]
+    if tools and not comm and endpoint.effective_usage == "use-and-deploy":
+        return [
+            Problem(
+                f"{where}.usage",
+                f"'use-and-deploy' with protocol {protocol!r}: a {protocol} endpoint is either "
+                "a tool server (usage: use) or an agent's door (usage: deploy), not both",
+            )
+        ]
+    return []
+
+
+def _door_problems(
+    where: str, key: str, endpoint: Endpoint, agents: Collection[str]
+) -> list[Problem]:
+    """The ``agent`` field: only on a deployed endpoint, naming an agent of the agency."""
+    if not endpoint.deployed:
+        return [
+            Problem(
+                f"{where}.agent",
+                f"{endpoint.agent!r}: only a deployed endpoint serves an agent; usage is "
+                f"{endpoint.effective_usage!r} (accepted: deploy or use-and-deploy)",
+            )
+        ]
+    if endpoint.agent not in agents:
+        return [
+            Problem(
+                f"{where}.agent",
+                f"{endpoint.agent!r} is not an agent of the agency; agents: "
+                + ", ".join(sorted(agents)),
+            )
+        ]
+    if key in agents and key != endpoint.agent:
+        return [
+            Problem(
+                f"{where}.agent",
+                f"{endpoint.agent!r} differs from the key {key!r}, which is another agent; "
+                "key a door of its own by a name that is not an agent id",
+            )
+        ]
+    return []
+
+
+def _tool_problems(
+    where: str, manifest: AgentManifest, endpoints: Mapping[str, Endpoint], known: KnownPlugins
+) -> list[Problem]:
+    """``spec.tools``: every server a tool server endpoint, listed once; names unique."""
+    problems: list[Problem] = []
+    servers = sorted(k for k, e in endpoints.items() if e.used and e.protocol in known.tool_source)
+    seen: set[str] = set()
+    for index, grant in enumerate(manifest.spec.tools):
+        at = f"{where}.tools[{index}]"
+        endpoint = endpoints.get(grant.server)
+        if grant.server in seen:
+            problems.append(Problem(f"{at}.server", f"{grant.server!r} is listed twice"))
+        seen.add(grant.server)
+        if endpoint is None or not endpoint.used or endpoint.protocol not in known.tool_source:
+            what = (
+                "is not an endpoint"
+                if endpoint is None
+                else f"is an endpoint with protocol {endpoint.protocol!r} and usage "
+                f"{endpoint.effective_usage!r}, not a tool server"
+            )
+            problems.append(
+                Problem(
+                    f"{at}.server",
+                    f"{grant.server!r} {what}; tool servers (usage use, protocol "
+                    f"{' or '.join(sorted(known.tool_source))}): {', '.join(servers) or '(none)'}",
+                )
+            )
+        names = grant.names or []
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            problems.append(Problem(f"{at}.names", f"{dup!r} is listed twice"))
+    for index, target in enumerate(manifest.spec.delegates_to):
+        endpoint = endpoints.get(target)
+        if (
+            endpoint is not None
+            and endpoint.used
+            and endpoint.protocol in known.tool_source
+            and endpoint.protocol not in known.agent_comm
+        ):
+            problems.append(
+                Problem(
+                    f"{where}.delegates_to[{index}]",
+                    f"{target!r} is a tool server (protocol {endpoint.protocol!r}), not an "
+                    f"agent; list it in spec.tools instead: [{{server: {target}}}]",
+                )
+            )
     return problems
 
 
@@ -291,6 +416,7 @@ def check_application(
                     + ", ".join(sorted(known.model)),
                 )
             )
+        problems += _tool_problems(where, manifest, spec.endpoints, known)
         seen: set[str] = set()
         for index, target in enumerate(manifest.spec.delegates_to):
             if target in seen:
@@ -299,6 +425,7 @@ def check_application(
                 )
             seen.add(target)
     cards: dict[HostPort, list[str]] = defaultdict(list)
+    doors: dict[tuple[str, str], list[str]] = defaultdict(list)
     for agent_id, endpoint in spec.endpoints.items():
         problems += _endpoint_problems(
             agent_id,
@@ -307,7 +434,18 @@ def check_application(
             known=known,
             require_urls=require_urls,
             cards=cards,
+            doors=doors,
         )
+    for (agent, protocol), owners in doors.items():
+        if len(owners) > 1:
+            problems += [
+                Problem(
+                    owner,
+                    f"agent {agent!r} is already served over {protocol} by "
+                    + ", ".join(o for o in owners if o != owner),
+                )
+                for owner in owners
+            ]
     for address, owners in cards.items():
         if len(owners) > 1:
             for owner in owners:

@@ -20,6 +20,12 @@ caller that has the answer can send the follow-up anywhere. An interrupted gener
 
 Artifacts a delegate returned are passed on as this turn's artifacts, named
 ``<target>/<name>``.
+
+Tool-server tools (a :class:`~mas.runtime.toolbox.Toolbox`, from ``spec.tools``) are offered
+after the delegate tools; a call of one goes through the toolbox and is reported as a
+:class:`Delegated` event of kind ``tool`` (``<server>/<tool>``), as is a notice that a
+server's tools could not be offered this turn. Their artifacts (images, resources) are
+named ``<server>/<name>``.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from dataclasses import dataclass, field
 
 from mas.infra.models import AgentManifest
 from mas.runtime.boundary.control import STEER_METADATA_KEY
-from mas.runtime.boundary.delegation import DelegationContract
+from mas.runtime.boundary.delegation import DelegationContract, ToolResult, ToolSpec
 from mas.runtime.errors import HistoryError
 from mas.runtime.history import DEFAULT_MAX_HISTORY, ConversationStore
 from mas.runtime.memory_history import DEFAULT_MAX_SESSIONS, MemoryConversationStore
@@ -44,6 +50,7 @@ from mas.runtime.models.base import (
     TextChunk,
     ToolCall,
 )
+from mas.runtime.toolbox import Toolbox
 from mas.runtime.turns import (
     CORRELATION_ID,
     DELEGATION_DEPTH,
@@ -87,11 +94,13 @@ class Agent(TurnRunner):
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_steps: int = DEFAULT_MAX_STEPS,
         history: ConversationStore | None = None,
+        toolbox: Toolbox | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.manifest = manifest
         self.model = model
         self.delegation = delegation
+        self.toolbox = toolbox
         self._max_steps = max_steps
         self._history = history or MemoryConversationStore(
             max_history=max_history, max_sessions=max_sessions
@@ -135,12 +144,17 @@ class Agent(TurnRunner):
         ended: TurnEnded | None = None
         asked: str | None = None
         try:
+            offered: list[ToolSpec] = []
+            if self.toolbox is not None:
+                offered, notices = await self.toolbox.tools(session_id=turn.session_id)
+                for line in notices:
+                    yield Delegated("tools", "", False, line, kind="tool")
             for _step in range(self._max_steps):
                 request = ModelRequest(
                     self.agent_id,
                     self.manifest.spec.instructions,
                     (*conversation.messages, *state.added),
-                    tuple(self.delegation.tools()),
+                    (*self.delegation.tools(), *offered),
                     question,
                     turn.metadata,
                     turn_id=turn.turn_id,
@@ -179,22 +193,21 @@ class Agent(TurnRunner):
                     ended = TurnEnded("completed", text="".join(state.reply))
                     break
                 for call in calls:
-                    result = await self.delegation.call(
-                        call.name,
-                        call.arguments,
-                        session_id=session_id,
-                        turn_id=turn.turn_id,
-                        correlation_id=correlation,
-                        depth=depth,
-                    )
+                    tool = self.toolbox is not None and self.toolbox.server_of(call.name)
+                    result = await self._call(call, turn, correlation, depth, tool=bool(tool))
                     state.added.append(
                         ChatMessage("tool", result.text, tool_call_id=call.call_id, name=call.name)
                     )
+                    where = result.target or call.name
                     yield Delegated(
-                        result.target or call.name, result.call_id, result.ok, result.text[:500]
+                        f"{where}/{call.name}" if tool else where,
+                        result.call_id,
+                        result.ok,
+                        result.text[:500],
+                        kind="tool" if tool else "delegate",
                     )
                     for artifact in result.artifacts:
-                        yield _forwarded(artifact, result.target or call.name)
+                        yield _forwarded(artifact, where)
             else:
                 ended = TurnEnded(
                     "failed",
@@ -246,6 +259,23 @@ class Agent(TurnRunner):
     def _forget_write(self, session_id: str, write: asyncio.Task[str | None]) -> None:
         if self._saving.get(session_id) is write:
             del self._saving[session_id]
+
+    async def _call(
+        self, call: ToolCall, turn: TurnInput, correlation: str, depth: int, *, tool: bool
+    ) -> ToolResult:
+        """One tool call: a tool-server tool through the toolbox, else a delegation."""
+        if tool and self.toolbox is not None:
+            return await self.toolbox.call(
+                call.name, call.arguments, turn_id=turn.turn_id, session_id=turn.session_id
+            )
+        return await self.delegation.call(
+            call.name,
+            call.arguments,
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            correlation_id=correlation,
+            depth=depth,
+        )
 
 
 def _close_generation(state: _TurnState, calls: list[ToolCall] | None = None) -> None:

@@ -10,7 +10,10 @@ session mailbox updates the turn metrics, the delegation contract the delegation
 - ``maslab_turn_latency_seconds{agent}``: from the turn's start to its end;
 - ``maslab_delegation_calls_total{source, target, outcome}``: delegate tool calls, outcome
   ``ok``, ``peer_failed`` (the peer's turn failed or was canceled), ``comm_error``,
-  ``refused`` (depth limit, bad arguments, unknown tool).
+  ``refused`` (depth limit, bad arguments, unknown tool);
+- ``maslab_tool_calls_total{agent, server, tool, outcome}``: tool-server calls (``tool`` is
+  ``tools/list`` for a listing), outcome ``ok``, ``tool_error`` (the tool reported an error),
+  ``unreachable``, ``timeout``, ``protocol`` (the server answered garbage), ``refused``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,13 @@ DELEGATIONS = Counter(
     "maslab_delegation_calls",
     "Delegate tool calls, by source agent, target agent and outcome.",
     ["source", "target", "outcome"],
+    registry=REGISTRY,
+)
+
+TOOL_CALLS = Counter(
+    "maslab_tool_calls",
+    "Tool-server calls, by agent, server, tool and outcome.",
+    ["agent", "server", "tool", "outcome"],
     registry=REGISTRY,
 )
 

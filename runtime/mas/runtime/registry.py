@@ -4,8 +4,11 @@ Categories used by the product:
 
 - ``agent_comm``: the low-level outbound send (``local``: in-process bus; ``a2a``: a2a-sdk
   client). An endpoint's ``protocol`` selects the implementation.
-- ``agent_expose``: ingress adapters (``a2a``: the A2A server).
+- ``agent_expose``: ingress adapters (``a2a``: the A2A server; ``mcp``: the agent as an MCP
+  server).
 - ``model``: model plugins (``echo``, ``scripted``, ``openai``).
+- ``tool_source``: tool servers an agent's ``spec.tools`` names (``mcp``: an MCP server
+  over streamable HTTP); an endpoint with usage ``use`` and this protocol is a tool server.
 
 Built-in plugins are named by ``"module:attribute"`` and imported on first use, so listing
 names never imports a plugin. Third-party plugins come from the entry-point group
@@ -28,7 +31,7 @@ from mas.infra.validation import KnownPlugins
 from mas.runtime.errors import PluginConfigError, PluginLoadError, UnknownPlugin
 
 ENTRY_POINT_GROUP = "mas.plugins"
-CATEGORIES = ("agent_comm", "agent_expose", "model")
+CATEGORIES = ("agent_comm", "agent_expose", "model", "tool_source")
 
 Factory = Callable[..., Any]
 
@@ -39,11 +42,15 @@ BUILTINS: dict[str, dict[str, str]] = {
     },
     "agent_expose": {
         "a2a": "library_ioa.plugins.a2a.exposure:A2AExposure",
+        "mcp": "library_ioa.plugins.mcp.exposure:MCPExposure",
     },
     "model": {
         "echo": "mas.runtime.models.echo:EchoModel",
         "scripted": "mas.runtime.models.scripted:ScriptedModel",
         "openai": "mas.runtime.models.openai:OpenAIModel",
+    },
+    "tool_source": {
+        "mcp": "library_ioa.plugins.mcp.tool_source:MCPToolSource",
     },
 }
 
@@ -119,6 +126,7 @@ class Registry:
             agent_comm=self.names("agent_comm"),
             agent_expose=self.names("agent_expose"),
             model=self.names("model"),
+            tool_source=self.names("tool_source"),
         )
 
     def get(self, category: str, name: str) -> Factory:

@@ -54,12 +54,17 @@ class ArtifactEmitted:
 
 @dataclass(frozen=True)
 class Delegated:
-    """Progress: the agent delegated to ``target`` (``ok`` false when the send failed)."""
+    """Progress: the agent delegated to ``target`` (``ok`` false when the send failed).
+
+    With ``kind`` ``tool`` it called a tool-server tool instead: ``target`` is
+    ``<server>/<tool>`` (or the server alone for a notice that its tools are not offered).
+    """
 
     target: str
     call_id: str
     ok: bool
     detail: str = ""
+    kind: Literal["delegate", "tool"] = "delegate"
 
 
 @dataclass(frozen=True)

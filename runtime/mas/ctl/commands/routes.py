@@ -1,4 +1,8 @@
-"""``mas-ctl routes``: the wiring table (from, to, local/remote, protocol, url)."""
+"""``mas-ctl routes``: the wiring table (from, to, local/remote/tools, protocol, url).
+
+Delegation routes come first, in document order, then one ``tools`` row per tool server an
+agent may use (``spec.tools``), its tool filter after the url when it has one.
+"""
 
 from __future__ import annotations
 
@@ -34,8 +38,14 @@ def register(sub: Any) -> None:
 
 
 def as_rows(routes: Routes) -> list[tuple[str, str, str, str, str]]:
-    """One row per route, in document order."""
-    return [(r.source, r.target, r.kind, r.protocol, r.url or "-") for r in routes.routes]
+    """One row per route, in document order, then one per tool server grant."""
+    rows: list[tuple[str, str, str, str, str]] = [
+        (r.source, r.target, r.kind, r.protocol, r.url or "-") for r in routes.routes
+    ]
+    for tool in routes.tools:
+        only = f" (tools: {', '.join(tool.names)})" if tool.names is not None else ""
+        rows.append((tool.source, tool.server, "tools", tool.protocol, (tool.url or "-") + only))
+    return rows
 
 
 def as_json(routes: Routes) -> dict[str, Any]:
@@ -53,9 +63,21 @@ def as_json(routes: Routes) -> dict[str, Any]:
             }
             for r in routes.routes
         ],
+        "tools": [
+            {
+                "from": t.source,
+                "server": t.server,
+                "protocol": t.protocol,
+                "url": t.url,
+                "timeout": t.timeout,
+                "names": list(t.names) if t.names is not None else None,
+            }
+            for t in routes.tools
+        ],
         "listeners": [
             {
                 "agent": item.agent,
+                "endpoint": item.endpoint,
                 "protocol": item.protocol,
                 "url": item.url,
                 "grpc_port": item.grpc_port,
@@ -88,5 +110,6 @@ def handle(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(as_json(routes), indent=2))
     else:
-        print(render_table(as_rows(routes)) if routes.routes else "no delegation routes")
+        rows = as_rows(routes)
+        print(render_table(rows) if rows else "no delegation routes and no tool servers")
     return 0

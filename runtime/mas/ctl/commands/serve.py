@@ -1,11 +1,13 @@
-"""``mas-ctl serve``: the dedicated, blocking A2A listener of one deployed agent.
+"""``mas-ctl serve``: the dedicated, blocking listeners (doors) of one deployed agent.
 
 ::
 
     mas-ctl serve -f app.yaml --agent ID [--no-control] [--listen HOST]
                   [--metrics-port N] [--drain-timeout S] [--infra-ref/--override/--bind]
 
-- The agent's endpoint must have ``usage: deploy`` or ``use-and-deploy``.
+- The agent's endpoint must have ``usage: deploy`` or ``use-and-deploy``; every door of the
+  agent is served: its own endpoint and each endpoint naming it in ``agent`` (an MCP door,
+  streamable HTTP at ``<url>/mcp``, beside its A2A endpoint).
 - Binds the listen URL of the Application endpoint (bind host: ``--listen``, else the URL's
   host; ``--listen 0.0.0.0`` in a pod), with JSON-RPC, HTTP+JSON, the AgentCard and gRPC
   (``a2a.grpc_port`` / ``grpc_url``): serve is the only path that starts the gRPC listener.
@@ -133,6 +135,8 @@ def check_servable(wired: Wired, agent: str) -> None:
             f"--agent {agent!r} is not an agent of the agency; agents: {', '.join(agents)}",
             EXIT_USAGE,
         )
+    if any(item.agent == agent for item in wired.routes.listeners):
+        return  # its own deployed endpoint, or a door naming it (agent:)
     endpoint = wired.app.spec.endpoints.get(agent)
     if endpoint is None:
         raise ServeError(
@@ -154,14 +158,18 @@ def _metrics_app(registries: list[CollectorRegistry]) -> Starlette:
 
 
 def ready_line(agent: str, listeners: Listeners, metrics_url: str, control: str | None) -> str:
-    """The one line printed when the agent accepts requests."""
-    exposure = listeners.get(agent).exposure
-    parts = [
-        f"serving {agent}: A2A {exposure.url} (JSON-RPC), {exposure.url}/a2a/rest (HTTP+JSON)",
-    ]
-    if exposure.grpc_address:
-        parts.append(f"grpc {exposure.grpc_address}")
-    parts.append(f"card {exposure.url}/.well-known/agent-card.json")
+    """The one line printed when the agent accepts requests (every door of it)."""
+    parts: list[str] = []
+    for bound in listeners.of(agent):
+        exposure = bound.exposure
+        if bound.protocol != "a2a":
+            parts.append(f"{bound.protocol.upper()} {exposure.url}/mcp")
+            continue
+        parts.append(f"A2A {exposure.url} (JSON-RPC), {exposure.url}/a2a/rest (HTTP+JSON)")
+        if exposure.grpc_address:
+            parts.append(f"grpc {exposure.grpc_address}")
+        parts.append(f"card {exposure.url}/.well-known/agent-card.json")
+    parts[0] = f"serving {agent}: {parts[0]}"
     parts.append(f"metrics {metrics_url}")
     if control:
         parts.append(f"control {control}")
@@ -190,8 +198,8 @@ async def _wait_for_signal() -> int:
 async def serve(wired: Wired, args: argparse.Namespace) -> int:
     """Run the listener until SIGTERM/SIGINT, then drain and stop."""
     agent: str = args.agent
-    endpoint = wired.app.spec.endpoints[agent]
-    bind_host = args.listen or parse_advertised_url(endpoint.url or "").host
+    door = wired.routes.listener(agent)
+    bind_host = args.listen or parse_advertised_url((door.url if door else None) or "").host
     host = RuntimeHost.build(wired, [agent])
     metrics: HttpListener | None = None
     listeners: Listeners | None = None

@@ -8,6 +8,9 @@ its listeners (the console view, the curses screen, the transcript file). Record
   :class:`~mas.runtime.boundary.delegation.DelegationContract` (``Agent.delegation``):
   :class:`DelegationStarted` when a delegate tool call begins, :class:`DelegationFinished`
   when its result is back (the call itself is unchanged);
+- :class:`ObservedToolbox`, which wraps a hosted agent's
+  :class:`~mas.runtime.toolbox.Toolbox` (``Agent.toolbox``): :class:`ToolUsed` when a
+  tool-server call is back, and for each notice that a server's tools are not offered;
 - :class:`ObservedControl`, which wraps a mailbox's
   :class:`~mas.runtime.boundary.control.ControlContract` before it is given to the
   control server: :class:`Steered` when a steer was applied, :class:`SteeredTurnEnded`
@@ -33,6 +36,7 @@ from mas.runtime.boundary.delegation import (
     ToolSpec,
     delegation_message,
 )
+from mas.runtime.toolbox import Toolbox
 from mas.runtime.turns import TurnEnded, TurnRunner
 
 logger = logging.getLogger(__name__)
@@ -91,7 +95,19 @@ class Canceled:
     interrupted: bool
 
 
-Activity = DelegationStarted | DelegationFinished | Steered | SteeredTurnEnded | Canceled
+@dataclass(frozen=True)
+class ToolUsed:
+    """``agent`` called the tool ``target`` (``<server>/<tool>``), or was told about a server
+    (``target`` is the server) whose tools are not offered (``ok`` false, ``detail`` why)."""
+
+    agent: str
+    target: str
+    session: str
+    ok: bool
+    detail: str
+
+
+Activity = DelegationStarted | DelegationFinished | Steered | SteeredTurnEnded | Canceled | ToolUsed
 Listener = Callable[[Activity], None]
 
 
@@ -178,11 +194,55 @@ class ObservedDelegation(DelegationContract):
         await self.inner.aclose()
 
 
+class ObservedToolbox(Toolbox):
+    """A :class:`Toolbox` that reports calls and notices to an :class:`ActivityHub`.
+
+    Like :class:`ObservedDelegation`, it forwards everything and holds no sources itself.
+    """
+
+    def __init__(self, inner: Toolbox, hub: ActivityHub) -> None:
+        self.inner = inner
+        self.hub = hub
+        self.agent_id = inner.agent_id
+
+    async def tools(self, *, session_id: str = "") -> tuple[list[ToolSpec], list[str]]:
+        """The wrapped toolbox's tools; each notice is reported."""
+        offered, notices = await self.inner.tools(session_id=session_id)
+        for line in notices:
+            self.hub.emit(ToolUsed(self.agent_id, "tools", session_id, False, line))
+        return offered, notices
+
+    def server_of(self, tool_name: str) -> str | None:
+        """The wrapped toolbox's server of ``tool_name``."""
+        return self.inner.server_of(tool_name)
+
+    async def call(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any] | str | None,
+        *,
+        turn_id: str,
+        session_id: str = "",
+    ) -> ToolResult:
+        """Run the wrapped call and report its result."""
+        result = await self.inner.call(tool_name, arguments, turn_id=turn_id, session_id=session_id)
+        target = f"{result.target or '?'}/{tool_name}"
+        self.hub.emit(ToolUsed(self.agent_id, target, session_id, result.ok, result.text[:300]))
+        return result
+
+    async def aclose(self) -> None:
+        """Close the wrapped toolbox."""
+        await self.inner.aclose()
+
+
 def observe_delegations(runners: Mapping[str, TurnRunner], hub: ActivityHub) -> None:
-    """Wrap the delegation contract of every hosted :class:`Agent` (once)."""
+    """Wrap the delegation contract and the toolbox of every hosted :class:`Agent` (once)."""
     for runner in runners.values():
         if isinstance(runner, Agent) and not isinstance(runner.delegation, ObservedDelegation):
             runner.delegation = ObservedDelegation(runner.delegation, hub)
+        toolbox = runner.toolbox if isinstance(runner, Agent) else None
+        if isinstance(runner, Agent) and toolbox and not isinstance(toolbox, ObservedToolbox):
+            runner.toolbox = ObservedToolbox(toolbox, hub)
 
 
 class ObservedControl(ControlContract):

@@ -5,7 +5,8 @@ process, :func:`bind_listeners` binds the listeners of the hosted agents whose e
 deployed (``usage: deploy`` or ``use-and-deploy``); ``usage: use`` rows are client routes
 only and never open a listener. Listen URLs come from the Application endpoints; the bind
 host may differ (``0.0.0.0`` in a pod). The ingress adapter is chosen through the registry
-(category ``agent_expose``, by the endpoint's ``protocol``).
+(category ``agent_expose``, by the endpoint's ``protocol``: ``a2a``, or ``mcp`` for an MCP
+door). One agent may have several doors, one per protocol (:func:`bind_listeners`).
 
 Only ``mas-ctl serve`` passes ``grpc=True``: it is the only path that starts the gRPC
 listener. Without it, the adapter gets the endpoint without ``a2a.grpc_port``/``grpc_url``,
@@ -70,11 +71,15 @@ class Listeners:
         self.bound = tuple(bound)
 
     def get(self, agent: str) -> Bound:
-        """The listener of ``agent``."""
+        """The (first) listener of ``agent``."""
         for item in self.bound:
             if item.agent == agent:
                 return item
         raise ExposureError(f"agent {agent!r} has no listener in this process")
+
+    def of(self, agent: str) -> tuple[Bound, ...]:
+        """Every listener (door) of ``agent``, in document order."""
+        return tuple(item for item in self.bound if item.agent == agent)
 
     def stop_accepting(self) -> None:
         """Readiness false, no new connections; in-flight requests go on."""
@@ -96,9 +101,9 @@ def without_grpc(endpoint: Endpoint) -> Endpoint:
 
 
 def deployed_agents(wired: Wired, host: RuntimeHost) -> list[str]:
-    """The hosted agents whose endpoint is deployed, in hosting order."""
-    endpoints = wired.app.spec.endpoints
-    return [a for a in host.agents if a in endpoints and endpoints[a].deployed]
+    """The hosted agents with a deployed endpoint (a door), in hosting order."""
+    served = {item.agent for item in wired.routes.listeners}
+    return [a for a in host.agents if a in served]
 
 
 async def bind_listeners(
@@ -113,10 +118,12 @@ async def bind_listeners(
     registry: Registry | None = None,
     **options: Any,
 ) -> Listeners:
-    """Bind the listeners of ``agents`` (default: every hosted deployed agent).
+    """Bind every door of ``agents`` (default: every hosted deployed agent).
 
-    On any failure the listeners already bound are closed again and
-    :class:`ExposureError` names the agent and the reason.
+    An agent's doors are its deployed endpoints: the one keyed by its id and those naming it
+    in ``agent`` (e.g. an MCP door beside the A2A one), in document order. On any failure
+    the listeners already bound are closed again and :class:`ExposureError` names the
+    agent and the reason.
     """
     registry = registry or default_registry()
     chosen = list(agents) if agents is not None else deployed_agents(wired, host)
@@ -124,39 +131,64 @@ async def bind_listeners(
     bound: list[Bound] = []
     try:
         for agent in chosen:
-            endpoint = endpoints.get(agent)
-            if endpoint is None or not endpoint.deployed:
+            doors = [item.endpoint for item in wired.routes.listeners if item.agent == agent]
+            if not doors:
+                endpoint = endpoints.get(agent)
                 usage = endpoint.effective_usage if endpoint is not None else "(no endpoint)"
                 raise ExposureError(
                     f"spec.endpoints.{agent}.usage: is {usage}; a listener needs usage deploy "
                     "or use-and-deploy"
                 )
-            if endpoint.protocol not in registry.names(EXPOSE_CATEGORY):
-                known = ", ".join(registry.names(EXPOSE_CATEGORY)) or "(none)"
-                raise ExposureError(
-                    f"spec.endpoints.{agent}.protocol: {endpoint.protocol!r} has no "
-                    f"{EXPOSE_CATEGORY} plugin; known: {known}"
+            for key in doors:
+                bound.append(
+                    await _bind_door(
+                        registry,
+                        agent,
+                        key,
+                        endpoints[key],
+                        host,
+                        bind_host=bind_host,
+                        grpc=grpc,
+                        metrics_registries=metrics_registries,
+                        drain_timeout=drain_timeout,
+                        **options,
+                    )
                 )
-            try:  # an OSError (a taken port, an unreachable task store) is one line
-                exposure: Exposure = registry.create(
-                    EXPOSE_CATEGORY,
-                    endpoint.protocol,
-                    {},
-                    agent_id=agent,
-                    manifest=host.manifest(agent),
-                    endpoint=endpoint if grpc else without_grpc(endpoint),
-                    mailbox=host.mailbox(agent),
-                    bind_host=bind_host,
-                    grpc=grpc,
-                    metrics_registries=metrics_registries,
-                    drain_timeout=drain_timeout,
-                    **options,
-                )
-                await exposure.start()
-            except OSError as exc:
-                raise ExposureError(f"agent {agent!r}: {exc}") from None
-            bound.append(Bound(agent, endpoint.protocol, exposure))
     except BaseException:
         await Listeners(bound).aclose()
         raise
     return Listeners(bound)
+
+
+async def _bind_door(
+    registry: Registry,
+    agent: str,
+    key: str,
+    endpoint: Endpoint,
+    host: RuntimeHost,
+    *,
+    grpc: bool,
+    **options: Any,
+) -> Bound:
+    if endpoint.protocol not in registry.names(EXPOSE_CATEGORY):
+        known = ", ".join(registry.names(EXPOSE_CATEGORY)) or "(none)"
+        raise ExposureError(
+            f"spec.endpoints.{key}.protocol: {endpoint.protocol!r} has no "
+            f"{EXPOSE_CATEGORY} plugin; known: {known}"
+        )
+    try:  # an OSError (a taken port, an unreachable task store) is one line
+        exposure: Exposure = registry.create(
+            EXPOSE_CATEGORY,
+            endpoint.protocol,
+            {},
+            agent_id=agent,
+            manifest=host.manifest(agent),
+            endpoint=endpoint if grpc else without_grpc(endpoint),
+            mailbox=host.mailbox(agent),
+            grpc=grpc,
+            **options,
+        )
+        await exposure.start()
+    except OSError as exc:
+        raise ExposureError(f"agent {agent!r}: {exc}") from None
+    return Bound(agent, endpoint.protocol, exposure)

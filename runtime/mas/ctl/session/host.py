@@ -8,7 +8,11 @@ process's :class:`LocalBus`, and a :class:`DelegationContract` whose routes are
 - local: the MAS-wide comm variant, ``registry.create('agent_comm', route.protocol,
   route.params, bus=bus)``;
 - remote: ``registry.create('agent_comm', route.protocol, {'url', 'headers', 'timeout'})``
-  with each header's ``secret_key_ref`` read from ``env[secret_env_name(ref)]``.
+  with each header's ``secret_key_ref`` read from ``env[secret_env_name(ref)]``;
+
+and, when it has ``spec.tools``, a :class:`Toolbox` of one
+``registry.create('tool_source', protocol, {'url', 'headers', 'timeout'}, server=<id>)``
+per tool server (headers resolved the same way).
 
 A missing secret variable is a :class:`HostError` naming the header, the Secret and the
 variable (never a value). A plugin that refuses its parameters is a ``PluginConfigError``.
@@ -24,16 +28,18 @@ from dataclasses import dataclass
 
 from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest, HeaderValue
-from mas.infra.routes import Route
+from mas.infra.routes import Route, ToolRoute
 from mas.infra.secrets import secret_env_name
 from mas.infra.wiring import Wired
 from mas.runtime.agent import Agent
 from mas.runtime.boundary.agentcomm import AgentCommContract
 from mas.runtime.boundary.delegation import DelegationContract
+from mas.runtime.boundary.tools import ToolSourceContract
 from mas.runtime.comm.local import LocalBus
 from mas.runtime.errors import HostError
 from mas.runtime.models.base import ModelPlugin
 from mas.runtime.registry import Registry, default_registry
+from mas.runtime.toolbox import Toolbox
 from mas.runtime.turns import TurnRunner
 
 logger = logging.getLogger(__name__)
@@ -46,15 +52,16 @@ class _Hosted:
     mailbox: SessionTurnMailbox
 
 
-def resolve_headers(route: Route, env: Mapping[str, str]) -> dict[str, str]:
+def resolve_headers(route: Route | ToolRoute, env: Mapping[str, str]) -> dict[str, str]:
     """The route's headers with literal values and Secret-backed values read from ``env``."""
+    endpoint = route.server if isinstance(route, ToolRoute) else route.target
     out: dict[str, str] = {}
     for name, header in route.headers.items():
-        out[name] = _header_value(route, name, header, env)
+        out[name] = _header_value(endpoint, name, header, env)
     return out
 
 
-def _header_value(route: Route, name: str, header: HeaderValue, env: Mapping[str, str]) -> str:
+def _header_value(endpoint: str, name: str, header: HeaderValue, env: Mapping[str, str]) -> str:
     if header.secret_key_ref is None:
         return header.value or ""
     ref = header.secret_key_ref
@@ -62,7 +69,7 @@ def _header_value(route: Route, name: str, header: HeaderValue, env: Mapping[str
     value = env.get(variable)
     if value is None:
         raise HostError(
-            f"spec.endpoints.{route.target}.headers.{name}: reads Secret {ref.name!r} key "
+            f"spec.endpoints.{endpoint}.headers.{name}: reads Secret {ref.name!r} key "
             f"{ref.key!r} from the environment variable {variable}, which is not set (the "
             "operator sets it in the pod; locally, export it)"
         )
@@ -79,12 +86,15 @@ class RuntimeHost:
         bus: LocalBus,
         comms: Sequence[AgentCommContract],
         models: Sequence[ModelPlugin],
+        *,
+        toolboxes: Sequence[Toolbox] = (),
     ) -> None:
         self.wired = wired
         self.bus = bus
         self._hosted = dict(hosted)
         self._comms = tuple(comms)
         self._models = tuple(models)
+        self._toolboxes = tuple(toolboxes)
 
     @classmethod
     def build(
@@ -108,6 +118,7 @@ class RuntimeHost:
         hosted: dict[str, _Hosted] = {}
         comms: list[AgentCommContract] = []
         models: list[ModelPlugin] = []
+        toolboxes: list[Toolbox] = []
         for agent_id in wired.routes.hosted_with(tuple(roots)):
             manifest = agents_doc[agent_id]
             model: ModelPlugin = registry.create(
@@ -125,12 +136,43 @@ class RuntimeHost:
                 routes[route.target] = comm
             descriptions = {t: _describe(agents_doc[t]) for t in routes if t in agents_doc}
             delegation = DelegationContract(agent_id, routes, descriptions=descriptions)
-            agent = Agent(agent_id, manifest, model, delegation)
+            toolbox = cls._toolbox(registry, wired, agent_id, env, delegation)
+            if toolbox is not None:
+                toolboxes.append(toolbox)
+            agent = Agent(agent_id, manifest, model, delegation, toolbox=toolbox)
             mailbox = SessionTurnMailbox(agent)
             bus.attach(agent_id, mailbox)
             hosted[agent_id] = _Hosted(manifest, agent, mailbox)
         logger.info("hosting %s", ", ".join(hosted))
-        return cls(wired, hosted, bus, comms, models)
+        return cls(wired, hosted, bus, comms, models, toolboxes=toolboxes)
+
+    @staticmethod
+    def _toolbox(
+        registry: Registry,
+        wired: Wired,
+        agent_id: str,
+        env: Mapping[str, str],
+        delegation: DelegationContract,
+    ) -> Toolbox | None:
+        grants = wired.routes.tools_of(agent_id)
+        if not grants:
+            return None
+        sources: list[tuple[ToolSourceContract, tuple[str, ...] | None]] = []
+        for grant in grants:
+            params = {
+                "url": grant.url,
+                "headers": resolve_headers(grant, env),
+                "timeout": grant.timeout,
+            }
+            source = registry.create("tool_source", grant.protocol, params, server=grant.server)
+            if not isinstance(source, ToolSourceContract):
+                raise HostError(
+                    f"tool_source plugin {grant.protocol!r} built a {type(source).__name__}, "
+                    "which is not a ToolSourceContract"
+                )
+            sources.append((source, grant.names))
+        reserved = [tool.name for tool in delegation.tools()]
+        return Toolbox(agent_id, sources, reserved=reserved)
 
     @staticmethod
     def _comm(
@@ -194,6 +236,8 @@ class RuntimeHost:
             await hosted.mailbox.aclose()
         for comm in self._comms:
             await comm.aclose()
+        for toolbox in self._toolboxes:
+            await toolbox.aclose()
         for model in self._models:
             await model.aclose()
         for agent_id in self._hosted:

@@ -146,6 +146,9 @@ class SessionProcess:
         lines = [f"hosting {self.entry} (entry)" + "".join(f", {a}" for a in others)]
         for bound in self.listeners.bound if self.listeners else ():
             url = bound.exposure.url
+            if bound.protocol != "a2a":
+                lines.append(f"listening {bound.agent}: {bound.protocol.upper()} {url}/mcp")
+                continue
             lines.append(
                 f"listening {bound.agent}: A2A {url} (JSON-RPC), {url}/a2a/rest (HTTP+JSON), "
                 f"card {url}/.well-known/agent-card.json"
@@ -159,6 +162,9 @@ class SessionProcess:
         for agent in host.agents:
             for route in self.wired.routes.from_agent(agent):
                 lines.append(f"route {route_text(self, route.source, route.target)}")
+            for tool in self.wired.routes.tools_of(agent):
+                only = f" (tools: {', '.join(tool.names)})" if tool.names is not None else ""
+                lines.append(f"tools {agent} -> {tool.server}: {tool.protocol} {tool.url}{only}")
         if self.control is not None:
             lines.append(f"control {self.control.address} ({', '.join(host.agents)})")
         else:

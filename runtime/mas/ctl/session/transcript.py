@@ -10,6 +10,9 @@ arrives, and everything else on ``info``, one line each, prefixed ``· ``:
   (replaced: the prefix above is discarded)``, ``· steer wait ... (queued after the
   current generation)``, the end of a steered turn with its text, and ``· cancel on
   concierge/S: the running turn was interrupted``;
+- tool-server calls of every hosted agent: ``· summarizer -> text-tools/word_count: ok:
+  <result>`` (or ``failed: <why>``), and ``· summarizer -> tools: failed: <why>`` when a
+  server's tools could not be offered;
 - the end of a turn that did not complete (``· turn failed: <message>``), and the final
   answer when it differs from the streamed text (after a ``replace`` steer).
 
@@ -30,6 +33,7 @@ from mas.ctl.session.activity import (
     DelegationStarted,
     Steered,
     SteeredTurnEnded,
+    ToolUsed,
 )
 from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded, TurnEvent
 
@@ -58,6 +62,10 @@ def activity_line(record: Activity) -> str:
         if ended.message and ended.status != "completed":
             tail += f" ({ended.message})"
         return f"steered turn {record.turn_id} ({record.mode}) ended {ended.status}{tail}"
+    if isinstance(record, ToolUsed):
+        outcome = "ok" if record.ok else "failed"
+        detail = " ".join(record.detail.split())
+        return f"{record.agent} -> {record.target}: {outcome}: {detail:.200}"
     if isinstance(record, Canceled):
         what = "the running turn was interrupted" if record.interrupted else "no turn was running"
         return f"cancel on {record.agent}/{record.session}: {what}"

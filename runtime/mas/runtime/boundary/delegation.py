@@ -263,17 +263,30 @@ def delegation_message(arguments: Mapping[str, Any] | str | None) -> str:
     return message if isinstance(message, str) else ""
 
 
-def _parse_arguments(
-    arguments: Mapping[str, Any] | str | None,
-) -> tuple[str, Mapping[str, Any] | None] | str:
-    """``(message, data)``, or the reason the arguments are refused."""
+def arguments_object(
+    arguments: Mapping[str, Any] | str | None, expected: str = "a JSON object"
+) -> Mapping[str, Any] | str:
+    """A tool call's arguments as an object (raw JSON text parsed), or why they are refused."""
+    if arguments is None:
+        return {}
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             return f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
     if not isinstance(arguments, Mapping):
-        return f"arguments must be a JSON object with a 'message' string, got {arguments!r:.80}"
+        return f"arguments must be {expected}, got {arguments!r:.80}"
+    return arguments
+
+
+def _parse_arguments(
+    arguments: Mapping[str, Any] | str | None,
+) -> tuple[str, Mapping[str, Any] | None] | str:
+    """``(message, data)``, or the reason the arguments are refused."""
+    parsed = arguments_object(arguments, "a JSON object with a 'message' string")
+    if isinstance(parsed, str):
+        return parsed
+    arguments = parsed
     message = arguments.get("message")
     if not isinstance(message, str) or not message.strip():
         return f"argument 'message' must be a non-empty string, got {message!r:.80}"

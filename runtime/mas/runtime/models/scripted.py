@@ -8,6 +8,7 @@ Params::
         wait_ms: 0                # pause before anything else
         fail: "template"          # the generation fails with this message
         delegate: {to: agent-id, message: "template"}   # one delegate tool call
+        tool: {name: lookup, arguments: {q: "template"}}  # or one tool-server tool call
         artifacts:                # each: kind text|data|file|url, name, and its payload
           - {kind: text, name: notes, text: "template", media_type: text/plain}
           - {kind: data, name: facts, data: {any: json}}
@@ -22,14 +23,16 @@ Params::
     default: {reply: "..."}       # used when no rule matches (no ``match``); without one,
                                   # an unmatched input fails the turn with a clear message
 
-Order of one rule's actions: wait, fail, delegate; once the delegation's result is back:
+Order of one rule's actions: wait, fail, delegate or tool; once the call's result is back:
 artifacts, reply or chunks, ask. ``release_file`` holds the generation after its first
 chunk (checked every 20 ms) until the file exists: a test steers or cancels a generation
 that is certainly still running, or lets it finish by creating the file, whatever the
 machine's pace. Templates are ``str.format`` strings over ``{input}``,
 ``{0}`` (the whole match), ``{1}``... (groups), named groups, ``{question}`` (the question
-this input answers, after a HITL stop) and ``{result}`` (the delegation's result; only in a
-rule that delegates). Every template is checked at construction: a bad one is a
+this input answers, after a HITL stop) and ``{result}`` (the delegation's or the tool's
+result; only in a rule that delegates or calls a tool). In ``tool.arguments`` every string
+value (at any depth) is a template; other JSON values are passed as they are. Every
+template is checked at construction: a bad one is a
 :class:`~mas.runtime.errors.PluginConfigError` naming the rule index and the field.
 """
 
@@ -101,6 +104,15 @@ class DelegateRule(BaseModel):
     message: str = Field(min_length=1)
 
 
+class ToolRule(BaseModel):
+    """One call of a tool the agent is offered (an MCP server's tool, by its name)."""
+
+    model_config = _STRICT
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class Rule(BaseModel):
     """One rule (``match`` is absent only in the default rule)."""
 
@@ -111,6 +123,7 @@ class Rule(BaseModel):
     reply: str | None = None
     chunks: list[str] | None = None
     delegate: DelegateRule | None = None
+    tool: ToolRule | None = None
     ask: str | None = None
     artifacts: list[ArtifactRule] = Field(default_factory=list)
     wait_ms: int = Field(default=0, ge=0, le=600_000)
@@ -123,6 +136,8 @@ class Rule(BaseModel):
     def _shape(self) -> Rule:
         if self.reply is not None and self.chunks is not None:
             raise ValueError("set reply or chunks, not both")
+        if self.delegate is not None and self.tool is not None:
+            raise ValueError("set delegate or tool, not both (one call per rule)")
         if self.match is not None:
             try:
                 re.compile(self.match)
@@ -163,15 +178,40 @@ def _templates(rule: Rule) -> list[tuple[str, str]]:
     out += [(f"chunks[{i}]", t) for i, t in enumerate(rule.chunks or [])]
     if rule.delegate is not None:
         out.append(("delegate.message", rule.delegate.message))
+    if rule.tool is not None:
+        out += _argument_templates("tool.arguments", rule.tool.arguments)
     out += [
         (f"artifacts[{i}].text", a.text) for i, a in enumerate(rule.artifacts) if a.text is not None
     ]
     return out
 
 
+def _argument_templates(where: str, value: Any) -> list[tuple[str, str]]:
+    """Every string inside ``value`` with its path (``tool.arguments.q``, ``...[0]``)."""
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _argument_templates(f"{where}.{k}", v)]
+    if isinstance(value, list):
+        return [t for i, v in enumerate(value) for t in _argument_templates(f"{where}[{i}]", v)]
+    return []
+
+
+def _rendered(value: Any, render: Any) -> Any:
+    """``value`` with every string rendered as a template."""
+    if isinstance(value, str):
+        return render(value)
+    if isinstance(value, dict):
+        return {k: _rendered(v, render) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rendered(v, render) for v in value]
+    return value
+
+
 def _check_templates(where: str, rule: Rule) -> None:
     pattern = re.compile(rule.match) if rule.match is not None else None
-    allowed = {"input", "question"} | ({"result"} if rule.delegate else set())
+    calls = rule.delegate is not None or rule.tool is not None
+    allowed = {"input", "question"} | ({"result"} if calls else set())
     if pattern is not None:
         allowed |= {str(i) for i in range(pattern.groups + 1)} | set(pattern.groupindex)
     for field, template in _templates(rule):
@@ -234,19 +274,9 @@ class ScriptedModel(ModelPlugin):
                 await asyncio.sleep(rule.wait_ms / 1000)
             if rule.fail is not None:
                 raise ModelError(render(rule.fail))
-            if rule.delegate is not None:
-                name = tool_name_for(rule.delegate.to)
-                if name not in {t.name for t in request.tools}:
-                    offered = ", ".join(t.name for t in request.tools) or "(none)"
-                    raise ModelError(
-                        f"the scripted rule delegates to {rule.delegate.to!r}, which agent "
-                        f"{request.agent_id!r} cannot reach (tools: {offered})"
-                    )
-                yield ToolCall(
-                    f"call-{len(request.messages)}",
-                    name,
-                    {"message": render(rule.delegate.message)},
-                )
+            call = _call_of(rule, request, render)
+            if call is not None:
+                yield call
                 return
         values["result"] = results[-1].content if results else ""
         for artifact in rule.artifacts:
@@ -277,6 +307,23 @@ async def _released(path: Path, timeout_ms: int) -> None:
             f"the scripted rule waited {timeout_ms} ms for its release_file {str(path)!r}, "
             "which did not appear"
         ) from None
+
+
+def _call_of(rule: Rule, request: ModelRequest, render: Any) -> ToolCall | None:
+    """The rule's one delegate or tool call, refused when the agent is not offered it."""
+    if rule.delegate is not None:
+        name = tool_name_for(rule.delegate.to)
+        arguments: dict[str, Any] = {"message": render(rule.delegate.message)}
+        why = f"delegates to {rule.delegate.to!r}, which agent {request.agent_id!r} cannot reach"
+    elif rule.tool is not None:
+        name, arguments = rule.tool.name, _rendered(rule.tool.arguments, render)
+        why = f"calls the tool {name!r}, which agent {request.agent_id!r} is not offered"
+    else:
+        return None
+    if name not in {t.name for t in request.tools}:
+        offered = ", ".join(t.name for t in request.tools) or "(none)"
+        raise ModelError(f"the scripted rule {why} (tools: {offered})")
+    return ToolCall(f"call-{len(request.messages)}", name, arguments)
 
 
 def _artifact(rule: ArtifactRule, render: Any) -> ArtifactEmitted:

@@ -224,6 +224,7 @@ class TurnPublisher:
                         "call_id": event.call_id,
                         "ok": event.ok,
                         "detail": event.detail,
+                        "kind": event.kind,
                     }
                 },
             )
