@@ -100,7 +100,7 @@ async def test_the_mcp_and_a2a_doors_share_one_session(
         "status": "completed",
         "text": "heard: then over MCP",
     }
-    history = [(m.role, m.content) for m in process.host.runner("desk").history("shared")]  # type: ignore[attr-defined]
+    history = [(m.role, m.content) for m in await process.host.runner("desk").history("shared")]  # type: ignore[attr-defined]
     assert history == [
         ("user", "first over A2A"),
         ("assistant", "heard: first over A2A"),
@@ -120,7 +120,7 @@ async def test_a_call_without_a_session_gets_a_new_one_it_can_continue(
         assert session.startswith("mcp-")
         await client.call_tool("ask", {"message": "b", "session": session})
     runner = process.host.runner("desk")
-    assert [m.content for m in runner.history(session)] == ["a", "heard: a", "b", "heard: b"]  # type: ignore[attr-defined]
+    assert [m.content for m in await runner.history(session)] == ["a", "heard: a", "b", "heard: b"]  # type: ignore[attr-defined]
 
 
 async def test_a_cancelled_call_stops_waiting_and_the_turn_runs_to_its_end(
@@ -144,7 +144,7 @@ async def test_a_cancelled_call_stops_waiting_and_the_turn_runs_to_its_end(
         with pytest.raises(asyncio.CancelledError):
             await call
         # As tasks/cancel: the turn is not interrupted; its reply lands in the history.
-        while [m.content for m in runner.history("c1")] != ["slow", "a b c d"]:  # type: ignore[attr-defined]
+        while [m.content for m in await runner.history("c1")] != ["slow", "a b c d"]:  # type: ignore[attr-defined]
             await asyncio.sleep(0.05)
         after = await client.call_tool("ask", {"message": "still there?", "session": "c1"})
     assert after.structured_content is not None
