@@ -65,6 +65,10 @@ def test_example_loopback_urls_map_to_the_services_with_a_note_each() -> None:
         "a pod is the pod itself; this Application does not deploy 'web-search', so "
         "delegations to 'web-search' from researcher fail to connect from the pods: set a url "
         "the pods can reach",
+        "spec.endpoints.text-tools.url: http://127.0.0.1:8600/mcp is a loopback address, which "
+        "in a pod is the pod itself; this Application does not deploy 'text-tools', so tool "
+        "calls to 'text-tools' from summarizer fail to connect from the pods: set a url the "
+        "pods can reach",
     ]
     route = next(r for r in concierge.routes if r.target == "researcher")
     assert route.url == researcher.url
@@ -98,6 +102,7 @@ def test_a_public_url_is_advertised_as_written_and_peers_still_use_the_service()
     assert [n.path for n in plan.notes] == [
         "spec.endpoints.concierge.url",
         "spec.endpoints.web-search.url",
+        "spec.endpoints.text-tools.url",
     ]
     route = next(r for r in plan.agent("concierge").routes if r.target == "researcher")
     assert route.url == "http://research-desk-researcher.team-a.svc:443"
@@ -121,6 +126,7 @@ def test_urls_written_for_the_cluster_need_no_note() -> None:
     for name in ("concierge", "researcher"):
         del app["spec"]["endpoints"][name]["url"]
     app["spec"]["endpoints"]["web-search"]["url"] = "http://web-search.tools.svc:8080"
+    app["spec"]["endpoints"]["text-tools"]["url"] = "http://text-tools.tools.svc:8600/mcp"
     assert plan_application(app, "team-a").notes == ()
 
 

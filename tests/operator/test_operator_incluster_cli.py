@@ -36,7 +36,7 @@ def test_render_and_validate_cluster_warn_as_the_operator_does() -> None:
         f"warning: {note}"
         for note in plan_application(yaml.safe_load(EXAMPLE.read_text()), "team-a").notes
     ]
-    assert len(expected) == 3
+    assert len(expected) == 4
     render = run("mas_operator.cli", "render", "-f", str(EXAMPLE), "-n", "team-a")
     validate = run("mas.ctl.cli", "validate", "-f", str(EXAMPLE), "--cluster", "-n", "team-a")
     assert (render.returncode, validate.returncode) == (0, 0), render.stderr + validate.stderr
@@ -60,6 +60,7 @@ def test_validate_cluster_with_service_urls_is_quiet(tmp_path: Path) -> None:
     for agent in ("concierge", "researcher"):
         del doc["spec"]["endpoints"][agent]["url"]
     doc["spec"]["endpoints"]["web-search"]["url"] = "http://web-search.tools.svc:8080"
+    doc["spec"]["endpoints"]["text-tools"]["url"] = "http://text-tools.tools.svc:8600/mcp"
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump(doc))
     out = run("mas.ctl.cli", "validate", "-f", str(path), "--cluster")
@@ -82,4 +83,4 @@ def test_routes_cluster_shows_what_the_pods_route_to() -> None:
         ("concierge", "researcher"): "http://research-desk-researcher.team-a.svc:8402",
         ("researcher", "web-search"): "http://127.0.0.1:8403",
     }
-    assert len(warnings(out.stderr)) == 3
+    assert len(warnings(out.stderr)) == 4

@@ -146,6 +146,21 @@ def _delegators(spec: Mapping[str, Any], target: str) -> list[str]:
     return out
 
 
+def _tool_users(spec: Mapping[str, Any], server: str) -> list[str]:
+    """The agents whose ``spec.tools`` name the tool server ``server``."""
+    agents = (spec.get("agency") or {}).get("agents") or {}
+    if not isinstance(agents, Mapping):
+        return []
+    out = []
+    for name, manifest in agents.items():
+        grants = ((manifest or {}).get("spec") or {}).get("tools") or []
+        if isinstance(grants, list) and any(
+            isinstance(g, Mapping) and g.get("server") == server for g in grants
+        ):
+            out.append(str(name))
+    return out
+
+
 def _what(kind: str) -> str:
     if kind == "loopback":
         return "a loopback address, which in a pod is the pod itself"
@@ -199,9 +214,14 @@ def cluster_document(document: Mapping[str, Any], namespace: str) -> ClusterUrls
         elif local is not None:
             kind, _ = local
             who = _delegators(spec, str(agent))
-            delegations = (
-                f"delegations to {agent!r} from {', '.join(who)}" if who else "routes to it"
-            )
+            users = _tool_users(spec, str(agent))
+            if who:
+                delegations = f"delegations to {agent!r} from {', '.join(who)}"
+            elif users:
+                delegations = f"tool calls to {agent!r} from {', '.join(users)}"
+            else:
+                delegations = "routes to it"
+
             message = (
                 f"{url} is {_what(kind)}; this Application does not deploy {agent!r}, so "
                 f"{delegations} fail to connect from the pods: set a url the pods can reach"
