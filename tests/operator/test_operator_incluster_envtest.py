@@ -51,7 +51,7 @@ def test_the_example_is_advertised_and_routed_through_services(
     assert wired[
         "message"
     ] == "4 routes resolved (2 remote), 2 deployed agents; pod-local urls: " + "; ".join(notes)
-    events = eventually(lambda: len(found := url_events(api)) == 3 and found, what="3 Events")
+    events = eventually(lambda: len(found := url_events(api)) == 4 and found, what="4 Events")
     assert sorted(e.message for e in events) == sorted(notes)
     assert {e.type for e in events} == {"Warning"}
 
@@ -69,7 +69,7 @@ def test_the_example_is_advertised_and_routed_through_services(
     # Reconciles that change nothing about the urls post no further Events.
     eventually(lambda: api.mark_pods_ready() == 2, what="two pods to stand in for")
     wait_condition(api, APP, "Ready", "True")
-    assert len(url_events(api)) == 3
+    assert len(url_events(api)) == 4
 
 
 def test_service_urls_need_no_warning(start_operator: Any, api: Api) -> None:
@@ -77,6 +77,7 @@ def test_service_urls_need_no_warning(start_operator: Any, api: Api) -> None:
     for agent in ("concierge", "researcher"):
         del document["spec"]["endpoints"][agent]["url"]
     document["spec"]["endpoints"]["web-search"]["url"] = "http://web-search.tools.svc:8080"
+    document["spec"]["endpoints"]["text-tools"]["url"] = "http://text-tools.tools.svc:8600/mcp"
     start_operator()
     api.create(document)
     wired = wait_condition(api, APP, "Wired", "True")

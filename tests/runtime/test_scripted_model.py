@@ -255,4 +255,4 @@ def test_the_documented_example_rules_are_valid() -> None:
     block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
     params = yaml.safe_load(block)["model"]["params"]
     model = ScriptedModel(**params)
-    assert len(model.params.rules) == 6 and model.params.default is not None
+    assert len(model.params.rules) == 7 and model.params.default is not None

@@ -148,7 +148,7 @@ async def test_one_trace_from_the_caller_through_the_in_process_worker_to_the_re
         named(finished, "delegate worker"),
         named(finished, "turn worker"),
         named(finished, "delegate peer"),
-        named(finished, "POST a2a.peer"),
+        named(finished, "SendMessage a2a.peer"),  # the peer advertises gRPC: used
         named(finished, f"{SERVICE}/SendMessage", "peer"),
         named(finished, "turn peer"),
     ]
@@ -175,7 +175,7 @@ async def test_one_trace_from_the_caller_through_the_in_process_worker_to_the_re
     turns = [r for r in records if r.get("event") == "turn"]
     assert {(r["agent"], r["method"], r["transport"], r["status"]) for r in requests} == {
         ("front", "SendMessage", "JSONRPC", "ok"),
-        ("peer", "SendMessage", "JSONRPC", "ok"),
+        ("peer", "SendMessage", "GRPC", "ok"),  # delegations prefer the peer's gRPC
     }
     assert {r["agent"] for r in turns} == {"front", "worker", "peer"}
     assert all(r["outcome"] == "completed" and r["duration_ms"] >= 0 for r in turns)

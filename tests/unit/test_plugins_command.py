@@ -58,9 +58,11 @@ def test_the_built_ins_are_listed_by_category_and_all_load() -> None:
         ("agent_comm", "a2a"),
         ("agent_comm", "local"),
         ("agent_expose", "a2a"),
+        ("agent_expose", "mcp"),
         ("model", "echo"),
         ("model", "openai"),
         ("model", "scripted"),
+        ("tool_source", "mcp"),
     ]
     assert table[("model", "openai")] == [
         "maslab",

@@ -61,6 +61,7 @@ from library_ioa.plugins.a2a.parts import artifact_from_a2a, data_part, dict_to_
 from mas.runtime.boundary.agentcomm import AgentCommContract, CommReply, OutboundMessage
 from mas.runtime.errors import CommError, PeerProtocolError, PeerTimeout, PeerUnavailable
 from mas.runtime.turns import CALLER_CALL_ID, CORRELATION_ID, DELEGATION_DEPTH
+from mas.telemetry.grpcclient import traced_interceptors
 from mas.telemetry.httpclient import traced_transport
 
 logger = logging.getLogger(__name__)
@@ -179,9 +180,12 @@ class A2AAgentComm(AgentCommContract):
         return client
 
     def _channel(self, target: str) -> grpc.aio.Channel:
+        interceptors = traced_interceptors("a2a.peer", target)  # none when tracing is off
         if self.url.startswith("https://"):
-            return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials())
-        return grpc.aio.insecure_channel(target)
+            return grpc.aio.secure_channel(
+                target, grpc.ssl_channel_credentials(), interceptors=interceptors
+            )
+        return grpc.aio.insecure_channel(target, interceptors=interceptors)
 
     def _context(self) -> ClientCallContext | None:
         """Per-call parameters: the endpoint's headers as gRPC metadata (HTTP has them already)."""
