@@ -4,7 +4,9 @@
 ``mas-operator render -f app.yaml [-n NS]``: print the manifests the operator would apply,
 from the same builders, for review and for GitOps without the operator. Two things only the
 operator knows are left out: ``ownerReferences`` (the Application's uid) and the
-``maslab.io/secrets-hash`` pod annotation (the referenced Secrets' resourceVersions).
+``maslab.io/secrets-hash`` pod annotation (the referenced Secrets' resourceVersions). Each
+url the in-cluster URL model maps or cannot fix is a ``warning:`` line on stderr, the text
+of the operator's Warning Event.
 ``mas-operator conformance (-n NS ... | -A)``: probe every published AgentCard (see
 :mod:`mas_operator.cards`); the chart's Helm test runs it.
 
@@ -186,6 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _render(args: argparse.Namespace) -> int:
     plan = plan_application(read_yaml_file(args.file), args.namespace)
     sys.stdout.write(dump_manifests(build_children(plan)))
+    for note in plan.notes:  # what the operator posts as Warning Events
+        print(f"warning: {note}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -3,11 +3,12 @@
 Conditions follow the Kubernetes API conventions and kstatus: ``Ready`` (all deployed
 agents rolled out at the current generation), ``Reconciling`` (work in progress),
 ``Stalled`` (the current generation cannot be applied; the reason says why), and ``Wired``
-(every ``delegates_to`` target resolved). Each carries reason, message and
-observedGeneration; ``lastTransitionTime`` changes only when the status flips. ``phase``
-summarises them for the printer column and never drives logic. ``Conformant``
-(:mod:`mas_operator.conformance`) is added when ``spec.conformance.enabled``; it never drives
-``Ready`` or ``phase``.
+(every ``delegates_to`` target resolved; reason ``PodLocalUrls`` when the message lists urls
+the in-cluster URL model mapped to a Service or cannot make reachable from a pod). Each
+carries reason, message and observedGeneration; ``lastTransitionTime`` changes only when
+the status flips. ``phase`` summarises them for the printer column and never drives logic.
+``Conformant`` (:mod:`mas_operator.conformance`) is added when ``spec.conformance.enabled``;
+it never drives ``Ready`` or ``phase``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ MISSING_DELEGATION_TARGET = "MissingDelegationTarget"
 INVALID_SPEC = "InvalidSpec"
 APPLY_FAILED = "ApplyFailed"
 APPLY_REFUSED = "ApplyRefused"
+# Wired, with urls the in-cluster URL model mapped to Services or could not fix
+POD_LOCAL_URLS = "PodLocalUrls"
 
 PHASE_READY = "Ready"
 PHASE_PROGRESSING = "Progressing"
@@ -68,6 +71,7 @@ class Observed:
     stall_message: str = ""
     kept_generation: str | None = None
     wiring_summary: str = ""
+    url_notes: tuple[str, ...] = ()  # mas.infra.incluster notes: "<field>: <what happens>"
     apply_error: str | None = None
     retry_in: float | None = None  # seconds until the failed apply is retried
     # None: not observed by this reconcile (stalled, apply failed), the last verdicts stay
@@ -114,6 +118,14 @@ def _stall_detail(seen: Observed) -> str:
             "valid update"
         )
     return f"{seen.stall_message}; no children were created"
+
+
+def wired_condition(seen: Observed) -> dict[str, Any]:
+    """``Wired=True``: the routes, and every url the cluster does not use as written."""
+    if not seen.url_notes:
+        return _condition(WIRED, True, "Wired", seen.wiring_summary, seen.generation)
+    message = f"{seen.wiring_summary}; pod-local urls: " + "; ".join(seen.url_notes)
+    return _condition(WIRED, True, POD_LOCAL_URLS, message, seen.generation)
 
 
 def desired_conditions(seen: Observed) -> list[dict[str, Any]]:
@@ -163,7 +175,7 @@ def desired_conditions(seen: Observed) -> list[dict[str, Any]]:
         ready,
         reconciling,
         _condition(STALLED, False, "Reconciled", "the current generation is applied", gen),
-        _condition(WIRED, True, "Wired", seen.wiring_summary, gen),
+        wired_condition(seen),
     ]
 
 

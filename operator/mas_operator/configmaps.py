@@ -1,7 +1,8 @@
 """``build_configmap``: the runtime configuration one agent pod reads.
 
-The ConfigMap holds the Application document (spec only, default urls filled in) exactly
-as ``mas-ctl serve -f`` reads it, the agent id, the agents hosted in-process and the routes.
+The ConfigMap holds the Application document (spec only, in-cluster urls: the agent's own
+as it advertises it, every other deployed agent's as its Service) exactly as
+``mas-ctl serve -f`` reads it, the agent id, the agents hosted in-process and the routes.
 Secret-backed values stay ``secret_key_ref`` references: they are never resolved here.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from mas.infra.incluster import pod_document
 from mas_operator.names import CONFIG_FILE, child_labels
 from mas_operator.plan import AgentPlan, Plan
 
@@ -37,7 +39,7 @@ def config_data(plan: Plan, agent: AgentPlan) -> dict[str, str]:
         for r in agent.routes
     ]
     return {
-        CONFIG_FILE: _dump(dict(plan.document)),
+        CONFIG_FILE: _dump(pod_document(plan.document, plan.services, agent.agent)),
         "agent": agent.agent,
         "hosted": "\n".join(agent.hosted) + "\n",
         "routes.yaml": _dump(routes),

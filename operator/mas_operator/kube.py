@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -56,6 +56,9 @@ class Cluster:
     api: k8s.ApiClient
     field_manager: str = FIELD_MANAGER
     timeout: float = 30.0
+    # The url warnings last posted per Application uid: a reconcile that starts from a copy
+    # older than its predecessor's status write must not post them again.
+    warned: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def _call(
         self,

@@ -7,8 +7,7 @@ Everything the operator writes lives under our own domain (``maslab.io``) or the
 
 from __future__ import annotations
 
-import hashlib
-import re
+from mas.infra import incluster
 
 DOMAIN = "maslab.io"
 FIELD_MANAGER = "mas-operator"
@@ -31,7 +30,7 @@ LABEL_PROBED_AGENT = f"{DOMAIN}/conformance-agent"
 CONFIG_FILE = "application.yaml"
 CONFIG_DIR = "/etc/mas"
 METRICS_PORT = 9464
-DEFAULT_HTTP_PORT = 8080
+DEFAULT_HTTP_PORT = incluster.DEFAULT_SERVICE_PORT
 RUNTIME_UID = 10001
 
 PORT_HTTP = "a2a-http"
@@ -40,26 +39,14 @@ PORT_METRICS = "metrics"
 
 CARD_PATH = "/.well-known/agent-card.json"
 
-_MAX_LABEL = 63
-_NOT_DNS = re.compile(r"[^a-z0-9-]+")
 
-
-def dns_label(text: str) -> str:
-    """``text`` as a DNS-1123 label: lowercase, ``.`` to ``-``, at most 63 characters.
-
-    A name that has to be shortened keeps a stable 8-character hash of the full text, so two
-    long names never collide.
-    """
-    label = _NOT_DNS.sub("-", text.lower()).strip("-") or "x"
-    if len(label) <= _MAX_LABEL:
-        return label
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    return f"{label[: _MAX_LABEL - 9].rstrip('-')}-{digest}"
+# Child names are Service names, which the in-cluster URL model (mas.infra.incluster) owns.
+dns_label = incluster.dns_label
 
 
 def child_name(application: str, agent: str) -> str:
-    """The name of every child object of ``agent`` in ``application``."""
-    return dns_label(f"{application}-{agent}")
+    """The name of every child object of ``agent`` in ``application`` (its Service's name)."""
+    return incluster.service_name(application, agent)
 
 
 def selector_labels(application: str, agent: str) -> dict[str, str]:

@@ -1,8 +1,15 @@
 """``build_network_policy``: each agent pod reaches only what its routes need.
 
-Egress: DNS, the pods of each agent of this Application it routes to (on that agent's A2A
-ports), each external peer (an IP address becomes an ``ipBlock``; a host name can only be
-allowed by port, since a NetworkPolicy cannot name hosts), and the configured model endpoint.
+Egress: DNS on port 53 to any destination, the pods of each agent of this Application it
+routes to (on that agent's A2A ports), each external peer (an IP address becomes an
+``ipBlock``; a host name can only be allowed by port, since a NetworkPolicy cannot name
+hosts; a pod-local one gets no rule), and the configured model endpoint. DNS is not limited
+to pods (``namespaceSelector: {}``): the resolver a pod's ``/etc/resolv.conf`` names is often
+not a pod (NodeLocal DNSCache and other host-network resolvers, a resolver on the node or
+outside the pod network), and a policy that blocks it breaks every name, the Services of
+peer agents included. Ports are pod ports: a Service's port is translated before policies
+apply, and the operator gives each Service port the same number as the container port it
+targets.
 Ingress: the A2A ports from anywhere (the endpoint is deployed: publicly available), the
 metrics port only from ``spec.runtime.network_policy.metrics_namespace`` when it is set.
 """
@@ -70,7 +77,7 @@ def _ingress_rules(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
 
 def build_network_policy(plan: Plan, agent: AgentPlan) -> dict[str, Any]:
     """The NetworkPolicy of one deployed agent's pods."""
-    egress: list[dict[str, Any]] = [{"to": [{"namespaceSelector": {}}], "ports": DNS_PORTS}]
+    egress: list[dict[str, Any]] = [{"ports": DNS_PORTS}]  # any resolver (module docstring)
     egress += [_egress_rule(plan, peer) for peer in agent.peers]
     return {
         "apiVersion": "networking.k8s.io/v1",

@@ -1,15 +1,15 @@
 """From an Application document to a plan: what the operator runs for each deployed agent.
 
-:func:`plan_application` validates the document as the operator sees it (a deployed agent's
-url may be omitted: it defaults to ``http://<service>.<namespace>.svc:8080``), fills in those
-default urls *before* building routes (so peers route to the Service), and describes each
+:func:`plan_application` applies the in-cluster URL model (:mod:`mas.infra.incluster`: an
+omitted or pod-local url of a deployed agent becomes its Service url, with a note for each
+url mapped or unusable) *before* validating and wiring the document, routes every delegation
+to a deployed agent of the Application through that agent's Service, and describes each
 runtime: its ports, the agents it hosts in-process, whom it reaches and which Secret keys it
 needs. It is pure: no API calls; the builders turn a plan into manifests.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -17,11 +17,18 @@ from urllib.parse import urlsplit
 
 from mas.infra.addresses import normalize_url, parse_advertised_url
 from mas.infra.errors import ApplicationInvalid, Problem
+from mas.infra.incluster import (
+    UrlNote,
+    cluster_document,
+    pod_local_kind,
+    service_url,
+    through_services,
+)
 from mas.infra.models import Application, SecretKeyRef
 from mas.infra.routes import Route
 from mas.infra.wiring import Wired, wire
 from mas.runtime.registry import default_registry
-from mas_operator.names import CARD_PATH, DEFAULT_HTTP_PORT, METRICS_PORT, child_name
+from mas_operator.names import CARD_PATH, METRICS_PORT, child_name
 from mas_operator.volumes import sqlite_problems
 
 _T = TypeVar("_T")
@@ -62,6 +69,8 @@ class Plan:
     document: Mapping[str, Any]
     wired: Wired
     agents: tuple[AgentPlan, ...] = field(default=())
+    services: Mapping[str, str] = field(default_factory=dict)  # deployed agent -> Service url
+    notes: tuple[UrlNote, ...] = ()  # urls the cluster cannot use as written
 
     @property
     def app(self) -> Application:
@@ -75,26 +84,7 @@ class Plan:
 
 def default_url(application: str, agent: str, namespace: str) -> str:
     """The in-cluster advertised url of a deployed agent whose endpoint has no url."""
-    return f"http://{child_name(application, agent)}.{namespace}.svc:{DEFAULT_HTTP_PORT}"
-
-
-def _with_default_urls(document: Mapping[str, Any], namespace: str) -> dict[str, Any]:
-    doc = copy.deepcopy(dict(document))
-    name = str((doc.get("metadata") or {}).get("name", ""))
-    spec = doc.get("spec")
-    endpoints = spec.get("endpoints") if isinstance(spec, dict) else None
-    if not isinstance(endpoints, dict):
-        return doc
-    for agent, endpoint in endpoints.items():
-        if not isinstance(endpoint, dict) or endpoint.get("url") is not None:
-            continue
-        usage = endpoint.get("usage")
-        deployed = usage in ("deploy", "use-and-deploy") or (
-            usage is None and endpoint.get("expose") is True
-        )
-        if deployed:
-            endpoint["url"] = default_url(name, str(agent), namespace)
-    return doc
+    return service_url(application, agent, namespace)
 
 
 def _model_peer(params: Mapping[str, Any], model_type: str) -> Peer | None:
@@ -117,13 +107,17 @@ def _unique(items: list[_T]) -> tuple[_T, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> AgentPlan:
+def _agent_plan(
+    app: Application, wired: Wired, agent: str, namespace: str, services: Mapping[str, str]
+) -> AgentPlan:
     spec = app.spec
     endpoint = spec.endpoints[agent]
     url = normalize_url(endpoint.url or default_url(app.metadata.name, agent, namespace))
     http_port = parse_advertised_url(url).port
     hosted = wired.routes.runtimes[agent]
-    routes = tuple(r for source in hosted for r in wired.routes.from_agent(source))
+    routes = through_services(
+        (r for source in hosted for r in wired.routes.from_agent(source)), services
+    )
     peers: list[Peer] = []
     secrets: list[SecretKeyRef] = []
     for route in routes:
@@ -138,7 +132,8 @@ def _agent_plan(app: Application, wired: Wired, agent: str, namespace: str) -> A
                 peers.append(Peer(target.a2a.grpc_port, agent=route.target))
         elif route.url is not None:
             address = parse_advertised_url(route.url)
-            peers.append(Peer(address.port, host=address.host))
+            if pod_local_kind(address.host) is None:  # the pod itself: no policy applies
+                peers.append(Peer(address.port, host=address.host))
         secrets += [h.secret_key_ref for h in route.headers.values() if h.secret_key_ref]
     for source in hosted:
         model = spec.agency.agents[source].spec.model
@@ -196,13 +191,15 @@ def plan_application(document: Mapping[str, Any], namespace: str | None = None) 
     """
     metadata = document.get("metadata") or {}
     ns = namespace or metadata.get("namespace") or "default"
-    filled = _with_default_urls(document, ns)
+    urls = cluster_document(document, ns)
+    filled = urls.document
     wired = wire(filled, default_registry().known_plugins(), require_urls=False)
     problems = _port_problems(wired.app) + sqlite_problems(wired.app)
     if problems:
         raise ApplicationInvalid(problems)
     agents = tuple(
-        _agent_plan(wired.app, wired, listener.agent, ns) for listener in wired.routes.listeners
+        _agent_plan(wired.app, wired, listener.agent, ns, urls.services)
+        for listener in wired.routes.listeners
     )
     kept = {"apiVersion": filled.get("apiVersion"), "kind": filled.get("kind")}
     kept["metadata"] = {"name": wired.app.metadata.name, "namespace": ns}
@@ -215,4 +212,6 @@ def plan_application(document: Mapping[str, Any], namespace: str | None = None) 
         document=kept,
         wired=wired,
         agents=agents,
+        services=urls.services,
+        notes=urls.notes,
     )

@@ -25,7 +25,9 @@ from mas_operator.conditions import (
     APPLY_REFUSED,
     INVALID_SPEC,
     MISSING_DELEGATION_TARGET,
+    POD_LOCAL_URLS,
     STALLED,
+    WIRED,
     AgentObserved,
     Observed,
     build_status,
@@ -121,6 +123,30 @@ def _wiring_summary(plan: Plan) -> str:
         f"{len(routes.routes)} routes resolved ({remote} remote), "
         f"{len(plan.agents)} deployed agents"
     )
+
+
+def warn_on_pod_local_urls(
+    cluster: Cluster, body: Mapping[str, Any], status: Mapping[str, Any], notes: tuple[str, ...]
+) -> None:
+    """One Warning Event per pod-local url, when the ``Wired`` message first lists them."""
+
+    def wired(conditions: Any) -> Mapping[str, Any]:
+        return next((c for c in conditions or [] if c.get("type") == WIRED), {})
+
+    meta = body["metadata"]
+    uid = str(meta.get("uid"))
+    if not notes:
+        cluster.warned.pop(uid, None)
+        return
+    new = wired(status.get("conditions"))
+    old = wired((body.get("status") or {}).get("conditions"))
+    same = (old.get("reason"), old.get("message")) == (new["reason"], new["message"])
+    if same or cluster.warned.get(uid) == notes:
+        return
+    cluster.warned[uid] = notes
+    for note in notes:
+        cluster.post_event(body, "Warning", POD_LOCAL_URLS, note)
+        logger.warning("Application %s/%s: %s", meta["namespace"], meta["name"], note)
 
 
 def _stall(error: ApplicationInvalid) -> tuple[str, str]:
@@ -239,10 +265,15 @@ def reconcile(
     )
     conformance = sync_conformance(cluster, body, plan, desired, agents)
     seen = Observed(
-        generation, agents, wiring_summary=_wiring_summary(plan), conformance=conformance
+        generation,
+        agents,
+        wiring_summary=_wiring_summary(plan),
+        url_notes=tuple(str(note) for note in plan.notes),
+        conformance=conformance,
     )
     status = build_status(seen, body.get("status"))
     cluster.patch_status(namespace, name, status)
+    warn_on_pod_local_urls(cluster, body, status, seen.url_notes)
     warn_when_not_conformant(cluster, body, status)
     logger.debug(
         "Application %s/%s: applied %d children, deleted %d, %s ready",

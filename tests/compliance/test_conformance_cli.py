@@ -95,8 +95,10 @@ async def test_usage_errors_exit_2_naming_the_value(args: list[str], message: st
 
 
 @contextlib.asynccontextmanager
-async def mas_ctl_serve(tmp_path: Path) -> AsyncIterator[str]:
-    """``mas-ctl serve`` on the TCK's Application, on free ports; yields its base URL."""
+async def mas_ctl_serve(tmp_path: Path, *overrides: str) -> AsyncIterator[str]:
+    """``mas-ctl serve`` on the TCK's Application, on free ports; yields its base URL.
+
+    ``overrides``: further ``--override`` edits (``infra:PATH=VALUE``)."""
     port, grpc_port = free_port(), free_port()
     url = f"http://{HOST}:{port}"
     env = {**os.environ, "HOME": str(tmp_path)}
@@ -104,6 +106,7 @@ async def mas_ctl_serve(tmp_path: Path) -> AsyncIterator[str]:
         *MAS_CTL, "serve", "-f", str(TCK_APP), "--agent", "tck", "--no-control",
         "--override", f"infra:spec.endpoints[tck].url={url}",
         "--override", f"infra:spec.endpoints[tck].a2a.grpc_port={grpc_port}",
+        *(arg for edit in overrides for arg in ("--override", edit)),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
     )  # fmt: skip
     try:
@@ -137,6 +140,20 @@ async def test_mas_ctl_serve_passes_the_probe(tmp_path: Path) -> None:
     for binding in ("JSONRPC", "HTTP+JSON", "GRPC"):
         assert by_check[(binding, "version-header")].status == "pass"
     assert run.code == 0
+
+
+async def test_default_push_policy_passes_push_config_without_dns(tmp_path: Path) -> None:
+    """The strict default push policy (no allow_private, no allowed_hosts) and no DNS, as in an
+    air-gapped cluster: the probe's own push URL is still accepted, on every transport."""
+    strict = "infra:spec.endpoints[tck].a2a.push.allow_private=false"
+    async with mas_ctl_serve(tmp_path, strict) as url:
+        run = await mas_ctl("conformance", "--url", url, "-o", "json", "--timeout", "8")
+    result = ConformanceResult.model_validate_json(run.out)
+    push = [c for c in result.checks if c.check == "push-config"]
+    assert [(c.interface, c.status) for c in push] == [
+        ("JSONRPC", "pass"), ("HTTP+JSON", "pass"), ("GRPC", "pass")
+    ], push  # fmt: skip
+    assert run.code == 0, result.failures()
 
 
 async def test_result_file_holds_a_compact_result_that_fits_a_termination_message(

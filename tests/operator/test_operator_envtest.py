@@ -92,8 +92,8 @@ def test_example_converges_with_owned_children_and_status(start_operator: Any, a
         "ready": True,
         "replicas": 1,
         "ready_replicas": 1,
-        "url": "http://127.0.0.1:8401",
-        "card_url": "http://127.0.0.1:8401/.well-known/agent-card.json",
+        "url": f"http://{APP}-concierge.{api.ns}.svc:8401",  # the loopback url, mapped
+        "card_url": f"http://{APP}-concierge.{api.ns}.svc:8401/.well-known/agent-card.json",
     }
     assert set(status) == {"observedGeneration", "phase", "agents_ready", "conditions", "agents"}
     columns = printer_columns(api, APP)

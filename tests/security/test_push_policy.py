@@ -19,6 +19,7 @@ from tests.security.served_process import app_document, serve_process
 
 from library_ioa.plugins.a2a.server.listeners import HttpListener
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy, address_is_public
+from mas.infra.conformance import PROBE_PUSH_HOST, PROBE_PUSH_URL
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -56,6 +57,24 @@ async def test_the_default_policy_refuses(url: str) -> None:
     policy = PushUrlPolicy(resolve_timeout=3)
     assert await policy.refusal(url) is not None
     assert not await policy(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "accepted"),
+    [
+        (PROBE_PUSH_URL, True),
+        (f"http://{PROBE_PUSH_HOST}:8080/other/path", True),
+        (f"ftp://{PROBE_PUSH_HOST}/x", False),  # the scheme rule still holds
+        ("https://push-receiver.other.invalid/mas-conformance", False),  # only that one name
+        (f"https://x.{PROBE_PUSH_HOST}/mas-conformance", False),
+    ],
+)
+async def test_only_the_probe_webhook_is_accepted_while_it_does_not_resolve(
+    url: str, accepted: bool
+) -> None:
+    """The conformance probe's push-config check works without DNS; nothing else unresolvable
+    is accepted, and nothing can be delivered to a name that does not resolve."""
+    assert (await PushUrlPolicy(resolve_timeout=3)(url)) is accepted
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from mas.infra.documents import Override, bind_overrides, load_document, parse_override
+from mas.infra.incluster import UrlNote, cluster_document, through_services
 from mas.infra.wiring import Wired, wire
 from mas.runtime.registry import default_registry
 
@@ -65,3 +67,19 @@ def load_wired(args: argparse.Namespace, *, require_urls: bool = True) -> Wired:
     """The merged, validated and wired Application named by the arguments."""
     document = load_document(args.file, infra_refs=args.infra_ref, edits=edits_from_args(args))
     return wire(document, default_registry().known_plugins(), require_urls=require_urls)
+
+
+def load_for_cluster(args: argparse.Namespace) -> tuple[Wired, tuple[UrlNote, ...]]:
+    """The document wired as the operator wires it (``mas.infra.incluster``: Service urls in
+    namespace ``args.namespace``, else ``metadata.namespace``, else ``default``), and the
+    notes on each url the cluster does not use as written."""
+    document = load_document(args.file, infra_refs=args.infra_ref, edits=edits_from_args(args))
+    metadata = document.get("metadata")
+    namespace = args.namespace or (
+        metadata.get("namespace") if isinstance(metadata, dict) else None
+    )
+    urls = cluster_document(document, str(namespace or "default"))
+    known = default_registry().known_plugins()
+    wired = wire(urls.document, known, require_urls=False)
+    routes = through_services(wired.routes.routes, urls.services)  # as in the pods
+    return Wired(wired.app, dataclasses.replace(wired.routes, routes=routes)), urls.notes

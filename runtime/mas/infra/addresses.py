@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -65,3 +66,16 @@ def parse_grpc_address(address: str) -> HostPort:
 def normalize_url(url: str) -> str:
     """The advertised URL without a trailing slash."""
     return url.rstrip("/")
+
+
+def ip_of(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address ``text`` names (an IPv4-mapped IPv6 one as its IPv4 address), or None.
+
+    Accepts a bracketed IPv6 host and ignores a ``%zone`` suffix.
+    """
+    try:
+        address = ipaddress.ip_address(text.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return None
+    mapped = getattr(address, "ipv4_mapped", None)
+    return mapped if mapped is not None else address

@@ -27,6 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 CheckStatus = Literal["pass", "fail", "skip"]
 
+# The webhook the probe's push-config check sets and deletes again (never called). The
+# ``.invalid`` top-level domain never resolves (RFC 6761), and a MAS Lab server's push policy
+# accepts this one name while it does not resolve, so the check needs no DNS (an air-gapped
+# cluster) and no relaxed policy; nothing can ever be sent to it.
+PROBE_PUSH_HOST = "push-receiver.mas-conformance.invalid"
+PROBE_PUSH_URL = f"https://{PROBE_PUSH_HOST}/mas-conformance"
+
 # Kubernetes keeps at most this many bytes of a container's termination message.
 TERMINATION_MESSAGE_BYTES = 4096
 # Shortened details end with this mark.

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mas.ctl.conformance import ProbeUsageError, probe
-from mas.ctl.conformance.probe import DEFAULT_PUSH_URL
+from mas.ctl.conformance.probe import DEFAULT_PUSH_URL, PUBLIC_PUSH_URL
 from mas.infra.conformance import ConformanceResult
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -59,7 +59,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--push-url",
         default=DEFAULT_PUSH_URL,
-        help="the webhook URL set (and deleted again) by the push-config check; never called",
+        help="the webhook URL set (and deleted again) by the push-config check; never called "
+        f"(default {DEFAULT_PUSH_URL}, then {PUBLIC_PUSH_URL} if the server refuses it)",
     )
     parser.add_argument(
         "--result-file",

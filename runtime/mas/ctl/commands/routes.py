@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mas.ctl.documents import add_document_options, load_wired
+from mas.ctl.documents import add_document_options, load_for_cluster, load_wired
 from mas.infra.routes import Routes
 
 COLUMNS = ("FROM", "TO", "KIND", "PROTOCOL", "URL")
@@ -19,7 +20,15 @@ def register(sub: Any) -> None:
     add_document_options(parser)
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.add_argument(
-        "--cluster", action="store_true", help="allow deployed agents without a url"
+        "--cluster",
+        action="store_true",
+        help="the routes as the operator's pods see them: deployed agents at their Services",
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="with --cluster: the Services' namespace (default: metadata.namespace or default)",
     )
     parser.set_defaults(handler=handle)
 
@@ -68,8 +77,14 @@ def render_table(rows: Sequence[Sequence[str]], columns: Sequence[str] = COLUMNS
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Print the table or the JSON document."""
-    routes = load_wired(args, require_urls=not args.cluster).routes
+    """Print the table or the JSON document (with --cluster, the url warnings on stderr)."""
+    if args.namespace is not None and not args.cluster:
+        print("error: --namespace needs --cluster", file=sys.stderr)
+        return 2
+    wired, notes = load_for_cluster(args) if args.cluster else (load_wired(args), ())
+    routes = wired.routes
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
     if args.output == "json":
         print(json.dumps(as_json(routes), indent=2))
     else:

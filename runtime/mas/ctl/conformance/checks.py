@@ -8,6 +8,7 @@ Order matters: ``send-message`` makes the task that ``get-task``, ``cancel-task`
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -90,7 +91,7 @@ class InterfaceProbe:
     interface: AgentInterface
     http: httpx.AsyncClient
     timeout: float
-    push_url: str
+    push_urls: tuple[str, ...]  # offered in turn until the server accepts one
     checks: list[ConformanceCheck] = field(default_factory=list)
     task: Task | None = None
 
@@ -301,16 +302,33 @@ class InterfaceProbe:
         if self.task is None:
             self.record("push-config", "skip", "SendMessage made no task to configure")
             return
-        task_id, ctx = self.task.id, self.context()
+        refused: list[str] = []
+        for url in self.push_urls:
+            try:
+                made = await self.call(functools.partial(self.create_push, client, url))
+            except Exception as exc:  # a server screening push URLs refuses some
+                refused.append(f"{url}: {describe(exc)}")
+                continue
+            await self.read_back_and_delete(client, made, url, refused)
+            return
+        self.record("push-config", "fail", "create: " + "; ".join(refused))
+
+    async def create_push(self, client: Client, url: str) -> TaskPushNotificationConfig:
+        """Set a push config with ``url`` on the probe's task."""
+        assert self.task is not None
         wanted = TaskPushNotificationConfig(
-            task_id=task_id, url=self.push_url, token=f"probe-{uuid.uuid4().hex[:8]}"
+            task_id=self.task.id, url=url, token=f"probe-{uuid.uuid4().hex[:8]}"
         )
-        step = "create"
+        return await client.create_task_push_notification_config(wanted, context=self.context())
+
+    async def read_back_and_delete(
+        self, client: Client, made: TaskPushNotificationConfig, url: str, refused: list[str]
+    ) -> None:
+        """The rest of the push-config check, once a config was created."""
+        assert self.task is not None
+        task_id, ctx = self.task.id, self.context()
+        step = "get"
         try:
-            made = await self.call(
-                lambda: client.create_task_push_notification_config(wanted, context=ctx)
-            )
-            step = "get"
             get = GetTaskPushNotificationConfigRequest(task_id=task_id, id=made.id)
             got = await self.call(
                 lambda: client.get_task_push_notification_config(get, context=ctx)
@@ -323,10 +341,11 @@ class InterfaceProbe:
         except Exception as exc:
             self.record("push-config", "fail", f"{step}: {describe(exc)}")
             return
-        if got.url != self.push_url:
-            self.record("push-config", "fail", f"set url {self.push_url!r}, read back {got.url!r}")
-        else:
-            self.record("push-config", "pass", "created, read back and deleted")
+        if got.url != url:
+            self.record("push-config", "fail", f"set url {url!r}, read back {got.url!r}")
+            return
+        tried = f" (refused first: {'; '.join(refused)})" if refused else ""
+        self.record("push-config", "pass", f"created, read back and deleted{tried}")
 
     async def check_version(self, client: Client) -> None:
         """The interface speaks 1.0 and refuses an unsupported A2A-Version."""

@@ -11,14 +11,16 @@ from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
 
 from mas.ctl.conformance.card import CardUnavailable, card_url, fetch_card
 from mas.ctl.conformance.checks import InterfaceProbe
-from mas.infra.conformance import ConformanceCheck, ConformanceResult
+from mas.infra.conformance import PROBE_PUSH_URL, ConformanceCheck, ConformanceResult
 
 logger = logging.getLogger(__name__)
 
 KNOWN_BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
-# A public address that nothing answers: setting a push config must not need a live receiver,
-# and a server that screens push URLs (no loopback, no private ranges) accepts it.
-DEFAULT_PUSH_URL = "https://push-receiver.example.com/mas-conformance"
+# The push-config check's webhook, never called: a MAS Lab server accepts it without DNS (see
+# mas.infra.conformance); a server whose policy wants a name that resolves to a public address
+# is offered the example.com one next (it needs DNS).
+DEFAULT_PUSH_URL = PROBE_PUSH_URL
+PUBLIC_PUSH_URL = "https://push-receiver.example.com/mas-conformance"
 
 
 def speaks_1_0(version: str) -> bool:
@@ -37,6 +39,7 @@ async def probe(
     everything else, an unreachable card included, is a failed check in the result.
     """
     card_url(url)  # usage errors first, before any network
+    push_urls = (push_url, PUBLIC_PUSH_URL) if push_url == DEFAULT_PUSH_URL else (push_url,)
     checked_at = datetime.now(UTC)
     checks: list[ConformanceCheck] = []
     async with httpx.AsyncClient(timeout=timeout) as http:
@@ -79,6 +82,6 @@ async def probe(
             for i in older
         )  # fmt: skip
         for interface in usable:
-            one = InterfaceProbe(card, interface, http, timeout=timeout, push_url=push_url)
+            one = InterfaceProbe(card, interface, http, timeout=timeout, push_urls=push_urls)
             checks.extend(await one.run())
     return ConformanceResult(url=url, checked_at=checked_at, checks=checks)

@@ -13,7 +13,11 @@ private address later is refused then too). A URL is accepted when
   fe80::/10), multicast, reserved or unspecified address, and an IPv4-mapped IPv6 address
   is judged as the IPv4 address inside it (so fd00:ec2::254, the IPv6 metadata address,
   is refused as private). A name that does not resolve (within ``resolve_timeout``) is
-  refused: fail closed.
+  refused: fail closed. One exception: the conformance probe's own webhook host
+  (:data:`mas.infra.conformance.PROBE_PUSH_HOST`, under the reserved ``.invalid`` domain) is
+  accepted while it does not resolve, so ``mas-ctl conformance`` can check push configs
+  without DNS; nothing can be delivered to a name that does not resolve, and when it does
+  resolve it is judged by its addresses like any other.
 
 The default (``allow_private: false``, no ``allowed_hosts``) is the strict one. Each push
 carries the config's ``token`` in the ``X-A2A-Notification-Token`` header (the SDK's
@@ -26,12 +30,13 @@ so a DNS answer that changes in between (rebinding) is only caught at the next p
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import socket
 import urllib.parse
 from collections.abc import Iterable
 
+from mas.infra.addresses import ip_of
+from mas.infra.conformance import PROBE_PUSH_HOST
 from mas.infra.models import PushPolicy
 
 logger = logging.getLogger(__name__)
@@ -41,13 +46,9 @@ DEFAULT_RESOLVE_TIMEOUT = 5.0
 
 def address_is_public(text: str) -> bool:
     """Whether ``text`` is a public unicast IP address (see the module docstring)."""
-    try:
-        address = ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
+    address = ip_of(text)
+    if address is None:
         return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:
-        address = mapped
     return address.is_global and not (
         address.is_loopback
         or address.is_link_local
@@ -105,6 +106,8 @@ class PushUrlPolicy:
                     host, port, type=socket.SOCK_STREAM
                 )
         except (OSError, TimeoutError):
+            if host == PROBE_PUSH_HOST:  # the probe's webhook: nothing can reach it
+                return None
             return f"host {host!r} does not resolve"
         addresses = sorted({str(info[4][0]) for info in infos})
         blocked = [a for a in addresses if not address_is_public(a)]
