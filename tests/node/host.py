@@ -22,6 +22,7 @@ __all__ = [
     "kill_shims",
     "node_ready",
     "publish_apiserver",
+    "remove_kube_chains",
     "run",
     "sysctl",
     "unmount_under",
@@ -124,3 +125,27 @@ def unmount_under(root: Path) -> None:
         points = [line.split()[1] for line in f]
     for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
+def remove_kube_chains() -> None:
+    """Delete the ``KUBE-*`` iptables chains the kubelet leaves (its firewall and canaries).
+
+    Runs after ``kube-proxy --cleanup``; no other Kubernetes runs on this machine.
+    """
+    for tool in ("iptables", "ip6tables"):
+        for table in ("filter", "nat", "mangle"):
+            rules = run(tool, "-t", table, "-S", check=False).splitlines()
+            for rule in rules:
+                parts = rule.split()
+                if (
+                    parts[:1] == ["-A"]
+                    and "-j" in parts
+                    and parts[parts.index("-j") + 1].startswith("KUBE-")
+                    and not parts[1].startswith("KUBE-")
+                ):
+                    run(tool, "-t", table, "-D", *parts[1:], check=False)
+            chains = [r.split()[1] for r in rules if r.startswith("-N KUBE-")]
+            for chain in chains:
+                run(tool, "-t", table, "-F", chain, check=False)
+            for chain in chains:
+                run(tool, "-t", table, "-X", chain, check=False)

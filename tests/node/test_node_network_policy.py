@@ -15,6 +15,7 @@ from kubernetes import client as k8s
 from kubernetes.stream import stream
 
 from .agency import NS, Desk, a2a_client, ask
+from .fixtures import require_enforcer
 from .support import eventually, service_url
 
 pytestmark = [pytest.mark.node, pytest.mark.timeout(900)]
@@ -55,6 +56,7 @@ def policies(desk: Desk) -> dict[str, Any]:
 async def test_an_agent_not_in_delegates_to_is_refused_and_a_delegate_admitted(
     desk: Desk,
 ) -> None:
+    require_enforcer()
     desk.scripted()
     assert {"research-desk-concierge", "research-desk-researcher"} <= set(policies(desk))
     # Without an enforcer the bridge lets the researcher reach the concierge.
