@@ -20,10 +20,12 @@ Environment: ``MAS_NODE_DIR`` (the binaries, default what ``scripts/build-node``
 from __future__ import annotations
 
 import fcntl
+import gc
 import logging
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -171,6 +173,11 @@ class NodeCluster:
         except BaseException:
             self.stop()
             raise
+        # Polls of servers still starting leave sockets to the garbage collector: collect
+        # them now, quietly, so that no test is blamed for them (as ControlPlane does).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
         return self
 
     def stop(self) -> None:

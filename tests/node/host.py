@@ -7,6 +7,7 @@ import os
 import signal
 import ssl
 import subprocess
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -46,17 +47,24 @@ def sysctl(key: str, value: str) -> str:
     return old
 
 
+def _get_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=3, context=context) as r:
+            return bool(r.status == 200)
+    except urllib.error.HTTPError as e:  # e.g. 503 while starting: close its socket now
+        e.close()
+        return False
+
+
 def http_ok(port: int, path: str) -> bool:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=3) as r:
-        return bool(r.status == 200)
+    return _get_ok(f"http://127.0.0.1:{port}{path}")
 
 
 def https_ok(port: int, path: str) -> bool:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", timeout=3, context=ctx) as r:
-        return bool(r.status == 200)
+    return _get_ok(f"https://127.0.0.1:{port}{path}", ctx)
 
 
 def node_ready(api_client: Any, name: str) -> bool:
