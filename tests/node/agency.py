@@ -44,13 +44,10 @@ class Desk:
     name: str
     doc: dict[str, Any]
 
-    @property
-    def custom(self) -> Any:
-        return k8s.CustomObjectsApi(self.node.api_client())
-
-    @property
-    def core(self) -> Any:
-        return k8s.CoreV1Api(self.node.api_client())
+    def __post_init__(self) -> None:
+        api = self.node.api_client()  # one client (one connection pool) for the session
+        self.custom = k8s.CustomObjectsApi(api)
+        self.core = k8s.CoreV1Api(api)
 
     def app(self) -> dict[str, Any]:
         obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
