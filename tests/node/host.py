@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import ssl
 import subprocess
@@ -144,7 +145,7 @@ def remove_kube_chains() -> None:
         for table in ("filter", "nat", "mangle"):
             rules = run(tool, "-t", table, "-S", check=False).splitlines()
             for rule in rules:
-                parts = rule.split()
+                parts = shlex.split(rule)
                 if (
                     parts[:1] == ["-A"]
                     and "-j" in parts
