@@ -121,6 +121,16 @@ def _probe(path: str, period: int) -> dict[str, Any]:
     }
 
 
+# Seconds a terminating pod keeps serving before SIGTERM: the Service's endpoints (kube-proxy's
+# rules, other nodes' caches) drop the pod meanwhile, so no new connection reaches a closed port.
+PRE_STOP_SECONDS = 5
+
+
+def pre_stop() -> dict[str, Any]:
+    """The drain delay as a preStop hook (``sleep`` is in the image)."""
+    return {"preStop": {"exec": {"command": ["sleep", str(PRE_STOP_SECONDS)]}}}
+
+
 def build_deployment(
     plan: Plan, agent: AgentPlan, config_hash: str, secrets_hash: str | None = None
 ) -> dict[str, Any]:
@@ -148,6 +158,7 @@ def build_deployment(
                 "env": container_env(plan, agent),
                 "readinessProbe": _probe("/readyz", 5),
                 "livenessProbe": _probe("/healthz", 10),
+                "lifecycle": pre_stop(),
                 "resources": runtime.resources.model_dump(),
                 "securityContext": container_security_context(),
                 "volumeMounts": [

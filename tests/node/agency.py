@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import gc
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +34,7 @@ from .support import (
     eventually,
     example_in_cluster,
     helm,
+    resolve,
     scripted_concierge,
 )
 
@@ -44,13 +47,10 @@ class Desk:
     name: str
     doc: dict[str, Any]
 
-    @property
-    def custom(self) -> Any:
-        return k8s.CustomObjectsApi(self.node.api_client())
-
-    @property
-    def core(self) -> Any:
-        return k8s.CoreV1Api(self.node.api_client())
+    def __post_init__(self) -> None:
+        api = self.node.api_client()  # one client (one connection pool) for the session
+        self.custom = k8s.CustomObjectsApi(api)
+        self.core = k8s.CoreV1Api(api)
 
     def app(self) -> dict[str, Any]:
         obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
@@ -133,7 +133,19 @@ def desk(node_cluster: NodeCluster, operator_release: str) -> Desk:
     node_cluster.control_plane.apply_yaml(doc, field_manager="kubectl")
     desk = Desk(node_cluster, doc["metadata"]["name"], doc)
     desk.wait_condition("Ready", timeout=600)
+    # Ready is the pods' readiness; kube-proxy programs the Services a moment later.
+    for agent in ("concierge", "researcher"):
+        eventually(
+            lambda a=agent: card_answers(desk.card_url(a)), f"{agent}'s card via its Service"
+        )
     return desk
+
+
+def card_answers(url: str) -> bool:
+    """The card at ``url`` answers, its cluster name resolved by the node's DNS."""
+    parsed = httpx.URL(url)
+    direct = parsed.copy_with(host=resolve(parsed.host))
+    return httpx.get(direct, headers={"Host": parsed.netloc.decode()}, timeout=5).status_code == 200
 
 
 def reply_text(response: StreamResponse) -> str:
@@ -168,12 +180,25 @@ def pod_ready(pod: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
 
 
-def researcher_turns(desk: Desk) -> float:
-    """maslab_turns_total of the researcher's pods, scraped from their metrics port."""
-    total = 0.0
-    for pod in desk.pods("researcher"):
-        text = httpx.get(f"http://{pod.status.pod_ip}:9090/metrics", timeout=5).text
-        for line in text.splitlines():
-            if line.startswith("maslab_turns_total{") and 'agent="researcher"' in line:
-                total += float(line.rsplit(" ", 1)[1])
-    return total
+def exec_python(desk: Desk, agent: str, code: str, *args: str) -> str:
+    """What ``python -c code args`` prints in ``agent``'s pod (kubectl exec, through the API)."""
+    from kubernetes.stream import stream
+
+    [pod] = desk.pods(agent)
+    # stream() rewires the client it is given for websockets: a client of its own, each time.
+    core = k8s.CoreV1Api(desk.node.api_client())
+    out: str = stream(
+        core.connect_get_namespaced_pod_exec,
+        pod.metadata.name,
+        NS,
+        command=["python", "-c", code, *args],
+        stderr=True,
+        stdin=False,
+        stdout=True,
+        tty=False,
+    )
+    # The kubernetes client's websocket leaves its socket to the garbage collector.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+    return out.strip()

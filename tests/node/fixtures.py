@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from .cluster import NodeCluster, node_available
+from .cluster import ENFORCER, NodeCluster, node_available, node_binaries_dir
 from .support import helm_binary
 
-__all__ = ["node_cluster", "require_node"]
+__all__ = ["node_cluster", "require_enforcer", "require_node"]
 
 REQUIRE_ENV = "MAS_REQUIRE_NODE"
 
@@ -25,6 +25,16 @@ def require_node() -> None:
     ok, why = node_available()
     if ok and helm_binary() is None:
         ok, why = False, "helm is missing: build it with scripts/build-helm (or set MAS_HELM_DIR)"
+    _skip_or_fail(ok, why)
+
+
+def require_enforcer() -> None:
+    """The NetworkPolicy enforcer (kube-router from scripts/build-node) is there, else skip/fail."""
+    path = node_binaries_dir() / ENFORCER
+    _skip_or_fail(path.exists(), f"{path} is missing: build it with scripts/build-node")
+
+
+def _skip_or_fail(ok: bool, why: str) -> None:
     if ok:
         return
     if os.environ.get(REQUIRE_ENV) == "1":

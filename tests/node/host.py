@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import ssl
 import subprocess
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ __all__ = [
     "kill_shims",
     "node_ready",
     "publish_apiserver",
+    "remove_kube_chains",
     "run",
     "sysctl",
     "unmount_under",
@@ -45,17 +48,24 @@ def sysctl(key: str, value: str) -> str:
     return old
 
 
+def _get_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=3, context=context) as r:
+            return bool(r.status == 200)
+    except urllib.error.HTTPError as e:  # e.g. 503 while starting: close its socket now
+        e.close()
+        return False
+
+
 def http_ok(port: int, path: str) -> bool:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=3) as r:
-        return bool(r.status == 200)
+    return _get_ok(f"http://127.0.0.1:{port}{path}")
 
 
 def https_ok(port: int, path: str) -> bool:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", timeout=3, context=ctx) as r:
-        return bool(r.status == 200)
+    return _get_ok(f"https://127.0.0.1:{port}{path}", ctx)
 
 
 def node_ready(api_client: Any, name: str) -> bool:
@@ -124,3 +134,27 @@ def unmount_under(root: Path) -> None:
         points = [line.split()[1] for line in f]
     for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
+def remove_kube_chains() -> None:
+    """Delete the ``KUBE-*`` iptables chains the kubelet leaves (its firewall and canaries).
+
+    Runs after ``kube-proxy --cleanup``; no other Kubernetes runs on this machine.
+    """
+    for tool in ("iptables", "ip6tables"):
+        for table in ("filter", "nat", "mangle"):
+            rules = run(tool, "-t", table, "-S", check=False).splitlines()
+            for rule in rules:
+                parts = shlex.split(rule)
+                if (
+                    parts[:1] == ["-A"]
+                    and "-j" in parts
+                    and parts[parts.index("-j") + 1].startswith("KUBE-")
+                    and not parts[1].startswith("KUBE-")
+                ):
+                    run(tool, "-t", table, "-D", *parts[1:], check=False)
+            chains = [r.split()[1] for r in rules if r.startswith("-N KUBE-")]
+            for chain in chains:
+                run(tool, "-t", table, "-F", chain, check=False)
+            for chain in chains:
+                run(tool, "-t", table, "-X", chain, check=False)
