@@ -71,23 +71,14 @@ def helm(kubeconfig: Path, *args: str, timeout: float = 600) -> subprocess.Compl
 # -- the example, deployed -------------------------------------------------------------------
 
 
-def service_url(app: str, agent: str, namespace: str, port: int) -> str:
-    return f"http://{app}-{agent}.{namespace}.svc.{CLUSTER_DOMAIN}:{port}"
-
-
 def example_in_cluster(namespace: str) -> dict[str, Any]:
-    """``examples/agency.yaml`` with every deployed endpoint's url at its Service address.
+    """``examples/agency.yaml`` as shipped, with conformance Jobs switched on.
 
-    The shipped example keeps laptop (loopback) urls for ``run-mas``; in a cluster a
-    deployed agent is reached through its Service, so that is the url its card advertises.
-    Conformance Jobs are switched on, the rest is the example as shipped.
+    Its deployed endpoints keep their laptop (loopback) urls: the operator advertises and
+    routes them at the agents' Services (docs/operator.md, "In-cluster URLs"), so the same
+    document runs with ``run-mas`` and in the cluster.
     """
     doc: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
-    app = doc["metadata"]["name"]
-    for agent, endpoint in doc["spec"]["endpoints"].items():
-        if endpoint.get("usage") in ("deploy", "use-and-deploy"):
-            port = int(endpoint["url"].rsplit(":", 1)[1])
-            endpoint["url"] = service_url(app, agent, namespace, port)
     doc["spec"]["conformance"] = {"enabled": True}
     doc["metadata"]["namespace"] = namespace
     return doc
@@ -116,7 +107,13 @@ def scripted_concierge(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve(name: str, server: str = GATEWAY, timeout: float = 3.0) -> str:
-    """The first A record of ``name`` from the DNS server at ``server``:53 (RFC 1035)."""
+    """The first A record of ``name`` from the DNS server at ``server``:53 (RFC 1035).
+
+    A ``<service>.<namespace>.svc`` name (what the operator advertises) is completed with the
+    cluster domain, as a pod's DNS search path completes it.
+    """
+    if name.endswith(".svc"):
+        name = f"{name}.{CLUSTER_DOMAIN}"
     ident = random.randrange(1 << 16)
     question = b"".join(bytes([len(p)]) + p.encode() for p in name.rstrip(".").split(".")) + b"\0"
     query = struct.pack(">HHHHHH", ident, 0x0100, 1, 0, 0, 0) + question + struct.pack(">HH", 1, 1)
@@ -146,7 +143,7 @@ class ClusterDNSTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         host = request.url.host
-        if host.endswith(f".svc.{CLUSTER_DOMAIN}"):
+        if host.endswith((".svc", f".svc.{CLUSTER_DOMAIN}")):
             request.url = request.url.copy_with(host=resolve(host))
         return await self._inner.handle_async_request(request)
 
