@@ -28,6 +28,7 @@ from typing import Any
 from mas.runtime import metrics
 from mas.runtime.boundary.delegation import ToolResult, ToolSpec, arguments_object
 from mas.runtime.boundary.tools import ToolSourceContract, ToolSourceError
+from mas.telemetry import tracing
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +140,12 @@ class Toolbox:
             why = f"{tool_name}: {parsed}"
             return ToolResult(tool_name, server, call_id, False, why, "refused")
         try:
-            outcome = await source.call(tool_name, dict(parsed))
+            with tracing.tool_span(self.agent_id, tool_name) as span:
+                if span is not None:
+                    span.set_attribute("mas.tool.server", server)
+                outcome = await source.call(tool_name, dict(parsed))
+                if not outcome.ok:
+                    tracing.fail(span, f"the tool {tool_name!r} answered an error")
         except ToolSourceError as exc:
             logger.warning("agent %s: tool %s/%s: %s", self.agent_id, server, tool_name, exc)
             metrics.TOOL_CALLS.labels(self.agent_id, server, tool_name, exc.reason).inc()

@@ -1,0 +1,50 @@
+"""A tool-server call is a span of its own under the turn that made it."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from tests.mcp.mcp_servers import ToolServer
+from tests.runtime.runtime_support import collect, ended, scripted, wired
+
+from mas.ctl.session.host import RuntimeHost
+from mas.runtime.turns import TurnInput
+
+pytestmark = pytest.mark.integration
+
+MODEL = scripted(
+    {"match": "^shout (?P<what>.+)", "tool": {"name": "shout", "arguments": {"text": "{what}"}}},
+    {"match": "^fail", "tool": {"name": "boom", "arguments": {"why": "{input}"}}},
+    default={"reply": "no tool for {input}"},
+)
+
+
+async def test_each_tool_call_is_an_execute_tool_span_under_its_turn(
+    spans: InMemorySpanExporter,
+) -> None:
+    async with ToolServer() as server:
+        app = wired(
+            {"lead": {"tools": [{"server": "tools"}], "model": MODEL}},
+            endpoints={"tools": {"protocol": "mcp", "usage": "use", "url": server.url}},
+        )
+        host = RuntimeHost.build(app, ["lead"])
+        try:
+            for text in ("shout hi", "fail now"):
+                events = await collect(
+                    host.mailbox("lead").submit(TurnInput("s", text, text)).events()
+                )
+                assert ended(events).status == "completed"
+        finally:
+            await host.aclose()
+    finished = spans.get_finished_spans()
+    calls = {s.name: s for s in finished if s.name.startswith("execute_tool ")}
+    assert set(calls) == {"execute_tool shout", "execute_tool boom"}
+    turns = {s.context.span_id: s for s in finished if s.name == "turn lead"}
+    for call in calls.values():
+        attributes = call.attributes or {}
+        assert attributes["gen_ai.operation.name"] == "execute_tool"
+        assert (attributes["mas.agent"], attributes["mas.tool.server"]) == ("lead", "tools")
+        assert call.parent is not None and call.parent.span_id in turns
+    assert calls["execute_tool shout"].status.status_code != StatusCode.ERROR
+    assert calls["execute_tool boom"].status.status_code == StatusCode.ERROR
