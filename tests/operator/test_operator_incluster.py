@@ -61,14 +61,14 @@ def test_example_loopback_urls_map_to_the_services_with_a_note_each() -> None:
         "spec.endpoints.researcher.url: http://127.0.0.1:8402 is a loopback address, which in "
         "a pod is the pod itself; in the cluster 'researcher' is advertised and reached at its "
         "Service, http://research-desk-researcher.team-a.svc:8402",
-        "spec.endpoints.web-search.url: http://127.0.0.1:8403 is a loopback address, which in "
-        "a pod is the pod itself; this Application does not deploy 'web-search', so "
-        "delegations to 'web-search' from researcher fail to connect from the pods: set a url "
-        "the pods can reach",
         "spec.endpoints.text-tools.url: http://127.0.0.1:8600/mcp is a loopback address, which "
         "in a pod is the pod itself; this Application does not deploy 'text-tools', so tool "
         "calls to 'text-tools' from summarizer fail to connect from the pods: set a url the "
         "pods can reach",
+        "spec.endpoints.web-search.url: http://127.0.0.1:8403 is a loopback address, which in "
+        "a pod is the pod itself; this Application does not deploy 'web-search', so "
+        "delegations to 'web-search' from researcher fail to connect from the pods: set a url "
+        "the pods can reach",
     ]
     route = next(r for r in concierge.routes if r.target == "researcher")
     assert route.url == researcher.url
@@ -101,8 +101,8 @@ def test_a_public_url_is_advertised_as_written_and_peers_still_use_the_service()
     assert plan.agent("researcher").url == "https://researcher.maslab.example"
     assert [n.path for n in plan.notes] == [
         "spec.endpoints.concierge.url",
-        "spec.endpoints.web-search.url",
         "spec.endpoints.text-tools.url",
+        "spec.endpoints.web-search.url",
     ]
     route = next(r for r in plan.agent("concierge").routes if r.target == "researcher")
     assert route.url == "http://research-desk-researcher.team-a.svc:443"

@@ -227,7 +227,8 @@ def cluster_document(document: Mapping[str, Any], namespace: str) -> ClusterUrls
                 f"{delegations} fail to connect from the pods: set a url the pods can reach"
             )
             notes.append(UrlNote(path, str(url), None, message))
-    return ClusterUrls(doc, tuple(notes), services)
+    # by path: the API server hands the operator the endpoints in key order, a file may not
+    return ClusterUrls(doc, tuple(sorted(notes, key=lambda note: note.path)), services)
 
 
 def _service_of(application: str, agent: str, namespace: str, endpoint: Mapping[str, Any]) -> str:
