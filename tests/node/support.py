@@ -71,6 +71,11 @@ def helm(kubeconfig: Path, *args: str, timeout: float = 600) -> subprocess.Compl
 # -- the example, deployed -------------------------------------------------------------------
 
 
+def service_url(app: str, agent: str, namespace: str, port: int) -> str:
+    """The fully qualified in-cluster URL of a deployed agent's Service (benchmarks use it)."""
+    return f"http://{app}-{agent}.{namespace}.svc.{CLUSTER_DOMAIN}:{port}"
+
+
 def example_in_cluster(namespace: str) -> dict[str, Any]:
     """``examples/agency.yaml`` as shipped, with conformance Jobs switched on.
 
