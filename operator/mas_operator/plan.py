@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from mas.infra.addresses import normalize_url, parse_advertised_url, parse_tool_server_url
+from mas.infra.addresses import (
+    AddressError,
+    normalize_url,
+    parse_advertised_url,
+    parse_grpc_address,
+    parse_tool_server_url,
+)
 from mas.infra.errors import ApplicationInvalid, Problem
 from mas.infra.incluster import (
     UrlNote,
@@ -24,7 +30,7 @@ from mas.infra.incluster import (
     service_url,
     through_services,
 )
-from mas.infra.models import Application, SecretKeyRef
+from mas.infra.models import Application, Endpoint, SecretKeyRef
 from mas.infra.routes import Route
 from mas.infra.wiring import Wired, wire
 from mas.runtime.registry import default_registry
@@ -109,6 +115,16 @@ def _model_peer(params: Mapping[str, Any], model_type: str) -> Peer | None:
     return None
 
 
+def grpc_listener_port(endpoint: Endpoint) -> int | None:
+    """The port the runtime's gRPC listener binds: ``a2a.grpc_url``'s, else ``grpc_port``."""
+    if endpoint.a2a.grpc_url is not None:
+        try:
+            return parse_grpc_address(endpoint.a2a.grpc_url).port
+        except AddressError:
+            return None  # validation has refused the document before a plan is made
+    return endpoint.a2a.grpc_port
+
+
 def _unique(items: list[_T]) -> tuple[_T, ...]:
     return tuple(dict.fromkeys(items))
 
@@ -136,8 +152,9 @@ def _agent_plan(
             peer_url = target.url or default_url(app.metadata.name, route.target, namespace)
             port = parse_advertised_url(peer_url).port
             peers.append(Peer(port, agent=route.target))
-            if target.a2a.grpc_port is not None:
-                peers.append(Peer(target.a2a.grpc_port, agent=route.target))
+            grpc_port = grpc_listener_port(target)
+            if grpc_port is not None:
+                peers.append(Peer(grpc_port, agent=route.target))
         elif route.url is not None:
             address = parse_advertised_url(route.url)
             if pod_local_kind(address.host) is None:  # the pod itself: no policy applies
@@ -165,7 +182,7 @@ def _agent_plan(
         url=url,
         card_url=url + CARD_PATH,
         http_port=http_port,
-        grpc_port=endpoint.a2a.grpc_port,
+        grpc_port=grpc_listener_port(endpoint),
         hosted=hosted,
         routes=routes,
         peers=_unique(peers),
@@ -177,10 +194,10 @@ def _agent_plan(
 def _port_problems(app: Application) -> list[Problem]:
     problems = []
     for agent, endpoint in app.spec.endpoints.items():
-        if not endpoint.deployed or endpoint.url is None:
+        if not endpoint.deployed:
             continue
         where = f"spec.endpoints.{agent}"
-        if parse_advertised_url(endpoint.url).port == METRICS_PORT:
+        if endpoint.url is not None and parse_advertised_url(endpoint.url).port == METRICS_PORT:
             problems.append(
                 Problem(
                     f"{where}.url",
@@ -188,10 +205,11 @@ def _port_problems(app: Application) -> list[Problem]:
                     "choose another port for the A2A listener",
                 )
             )
-        if endpoint.a2a.grpc_port == METRICS_PORT:
+        if grpc_listener_port(endpoint) == METRICS_PORT:
+            field_name = "grpc_url" if endpoint.a2a.grpc_url is not None else "grpc_port"
             problems.append(
                 Problem(
-                    f"{where}.a2a.grpc_port",
+                    f"{where}.a2a.{field_name}",
                     f"{METRICS_PORT} is the runtime's metrics port; choose another port for gRPC",
                 )
             )

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from mas.infra.errors import ApplicationInvalid
 from mas.infra.incluster import cluster_document, pod_local_kind
 from mas.infra.wiring import wire
 from mas_operator.children import build_children
@@ -177,3 +178,51 @@ def test_egress_ports_to_peer_agents_are_the_ports_their_pods_listen_on() -> Non
                 assert service_ports[port["port"]] == port["port"]
                 checked += 1
     assert checked == 1  # the concierge reaches the researcher on 8402
+
+
+def test_a_pod_local_grpc_url_is_mapped_to_the_service_and_its_port_deployed() -> None:
+    """``a2a.grpc_url: localhost:8412`` without ``grpc_port``: the listener binds 8412, so the
+    container, the Service and the delegator's egress carry it, and the card names the Service."""
+    app = example()
+    app["spec"]["endpoints"]["researcher"]["a2a"] = {"grpc_url": "localhost:8412"}
+    plan = plan_application(app, "team-a")
+    researcher = plan.agent("researcher")
+    assert researcher.grpc_port == 8412
+    grpc_note = next(n for n in plan.notes if n.path.endswith(".a2a.grpc_url"))
+    assert str(grpc_note) == (
+        "spec.endpoints.researcher.a2a.grpc_url: localhost:8412 is a loopback address, which "
+        "in a pod is the pod itself; in the cluster the gRPC interface of 'researcher' is "
+        "advertised and reached at its Service, research-desk-researcher.team-a.svc:8412"
+    )
+    assert [n.path for n in plan.notes][:3] == [
+        "spec.endpoints.concierge.url",
+        "spec.endpoints.researcher.a2a.grpc_url",
+        "spec.endpoints.researcher.url",
+    ]
+    children = build_children(plan)
+    service = kind(children, "Service")["research-desk-researcher"]
+    assert [p["port"] for p in service["spec"]["ports"]] == [8402, 8412]
+    own = yaml.safe_load(
+        kind(children, "ConfigMap")["research-desk-researcher"]["data"]["application.yaml"]
+    )
+    assert own["spec"]["endpoints"]["researcher"]["a2a"]["grpc_url"] == (
+        "research-desk-researcher.team-a.svc:8412"
+    )
+    egress = kind(children, "NetworkPolicy")["research-desk-concierge"]["spec"]["egress"]
+    assert any({"protocol": "TCP", "port": 8412} in rule["ports"] for rule in egress)
+
+
+def test_a_grpc_url_written_for_the_cluster_is_kept_without_a_note() -> None:
+    app = example()
+    app["spec"]["endpoints"]["concierge"]["a2a"]["grpc_url"] = "grpc.desk.example:443"
+    plan = plan_application(app, "team-a")
+    assert not [n for n in plan.notes if "grpc" in n.path]
+    assert plan.agent("concierge").grpc_port == 443
+
+
+def test_the_metrics_port_is_refused_for_a_grpc_url_too() -> None:
+    app = example()
+    app["spec"]["endpoints"]["researcher"]["a2a"] = {"grpc_url": "127.0.0.1:9464"}
+    with pytest.raises(ApplicationInvalid) as raised:
+        plan_application(app, "team-a")
+    assert "spec.endpoints.researcher.a2a.grpc_url" in str(raised.value)

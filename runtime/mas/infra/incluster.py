@@ -18,10 +18,13 @@ apply these rules through :func:`cluster_document`:
 4. A delegation route to a deployed agent of the same Application always goes to that
    agent's Service, whatever it advertises (:func:`pod_document`): the traffic stays in
    the cluster and matches the NetworkPolicies, which admit peers by pod label.
-5. Another door of a deployed agent (an endpoint row with ``agent: <id>``, such as an MCP
+5. A deployed agent's pod-local ``a2a.grpc_url`` (``127.0.0.1:50051``, say) is advertised
+   at its Service on the same port, with a :class:`UrlNote`, as rule 2 does for the url; a
+   deployed agent without one advertises its url's host (the Service) and ``grpc_port``.
+6. Another door of a deployed agent (an endpoint row with ``agent: <id>``, such as an MCP
    door) follows rules 1 to 3 at that agent's Service, on its own port (8090 when it has
    no url).
-6. A ``usage: use`` endpoint (an agent this Application does not deploy) with a pod-local
+7. A ``usage: use`` endpoint (an agent this Application does not deploy) with a pod-local
    url is kept, since nothing says where that agent runs, and a :class:`UrlNote` says
    that delegations to it from the pods will fail to connect.
 
@@ -40,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from mas.infra.addresses import DEFAULT_PORTS, ip_of
+from mas.infra.addresses import DEFAULT_PORTS, AddressError, ip_of, parse_grpc_address
 from mas.infra.routes import Route
 
 DEFAULT_SERVICE_PORT = 8080
@@ -103,6 +106,18 @@ def _pod_local_port(url: Any) -> tuple[str, int] | None:
     if kind is None or parts.scheme not in DEFAULT_PORTS:
         return None
     return kind, port if port is not None else DEFAULT_PORTS[parts.scheme]
+
+
+def _pod_local_grpc(address: Any) -> tuple[str, int] | None:
+    """The kind and port of a pod-local gRPC ``host:port``; None otherwise (or if invalid)."""
+    if not isinstance(address, str):
+        return None
+    try:
+        grpc = parse_grpc_address(address)
+    except AddressError:
+        return None  # validation reports it
+    kind = pod_local_kind(grpc.host)
+    return None if kind is None else (kind, grpc.port)
 
 
 @dataclass(frozen=True)
@@ -211,6 +226,9 @@ def cluster_document(document: Mapping[str, Any], namespace: str) -> ClusterUrls
                 )
                 notes.append(UrlNote(path, str(url), endpoint["url"], message))
             services[str(agent)] = _service_of(application, str(agent), namespace, endpoint)
+            note = _map_grpc_url(endpoint, application, str(agent), namespace)
+            if note is not None:
+                notes.append(note)
         elif local is not None:
             kind, _ = local
             who = _delegators(spec, str(agent))
@@ -229,6 +247,24 @@ def cluster_document(document: Mapping[str, Any], namespace: str) -> ClusterUrls
             notes.append(UrlNote(path, str(url), None, message))
     # by path: the API server hands the operator the endpoints in key order, a file may not
     return ClusterUrls(doc, tuple(sorted(notes, key=lambda note: note.path)), services)
+
+
+def _map_grpc_url(
+    endpoint: dict[str, Any], application: str, agent: str, namespace: str
+) -> UrlNote | None:
+    """Rule 5: a deployed agent's pod-local ``a2a.grpc_url`` at its Service, same port."""
+    a2a = endpoint.get("a2a")
+    address = a2a.get("grpc_url") if isinstance(a2a, dict) else None
+    local = _pod_local_grpc(address)
+    if local is None or not isinstance(a2a, dict):
+        return None
+    kind, port = local
+    a2a["grpc_url"] = f"{service_name(application, agent)}.{namespace}.svc:{port}"
+    message = (
+        f"{address} is {_what(kind)}; in the cluster the gRPC interface of {agent!r} is "
+        f"advertised and reached at its Service, {a2a['grpc_url']}"
+    )
+    return UrlNote(f"spec.endpoints.{agent}.a2a.grpc_url", str(address), a2a["grpc_url"], message)
 
 
 def _service_of(application: str, agent: str, namespace: str, endpoint: Mapping[str, Any]) -> str:
