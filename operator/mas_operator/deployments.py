@@ -121,6 +121,19 @@ def _probe(path: str, period: int) -> dict[str, Any]:
     }
 
 
+# A runtime that starts slowly (a busy node, many pods starting at once) is not killed by
+# the liveness probe: that probe, and readiness, begin only once /healthz has answered once,
+# within STARTUP_SECONDS of the container's start.
+STARTUP_PERIOD_SECONDS, STARTUP_SECONDS = 2, 300
+
+
+def startup_probe() -> dict[str, Any]:
+    return {
+        **_probe("/healthz", STARTUP_PERIOD_SECONDS),
+        "failureThreshold": STARTUP_SECONDS // STARTUP_PERIOD_SECONDS,
+    }
+
+
 # Seconds a terminating pod keeps serving before SIGTERM: the Service's endpoints (kube-proxy's
 # rules, other nodes' caches) drop the pod meanwhile, so no new connection reaches a closed port.
 PRE_STOP_SECONDS = 5
@@ -158,6 +171,7 @@ def build_deployment(
                 "env": container_env(plan, agent),
                 "readinessProbe": _probe("/readyz", 5),
                 "livenessProbe": _probe("/healthz", 10),
+                "startupProbe": startup_probe(),
                 "lifecycle": pre_stop(),
                 "resources": runtime.resources.model_dump(),
                 "securityContext": container_security_context(),

@@ -10,6 +10,14 @@ outside the pod network), and a policy that blocks it breaks every name, the Ser
 peer agents included. Ports are pod ports: a Service's port is translated before policies
 apply, and the operator gives each Service port the same number as the container port it
 targets.
+Webhooks: a pod whose endpoint advertises ``a2a.capabilities.pushNotifications`` POSTs to
+receivers its clients name at run time, so no peer lists them. Its egress follows the
+endpoint's ``a2a.push`` policy, which the runtime checks before every POST: by default TCP
+on any port to every address outside the ranges that policy refuses (:data:`NON_PUBLIC`:
+private, shared, loopback, link-local, multicast, reserved; a cluster's pod and Service
+ranges are private ones); each IP address of ``allowed_hosts`` as an ``ipBlock``; and TCP
+to any destination when ``allow_private`` is on or ``allowed_hosts`` names a host (a
+NetworkPolicy cannot name hosts, and such a receiver may be a pod).
 Ingress: the A2A ports from anywhere (the endpoint is deployed: publicly available), the
 metrics port only from ``spec.runtime.network_policy.metrics_namespace`` when it is set.
 """
@@ -19,6 +27,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from mas.infra.addresses import ip_of
 from mas_operator.names import (
     METRICS_PORT,
     PORT_GRPC,
@@ -30,6 +39,23 @@ from mas_operator.names import (
 from mas_operator.plan import AgentPlan, Peer, Plan
 
 DNS_PORTS = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+ANY_TCP_PORT = [{"protocol": "TCP"}]  # a NetworkPolicyPort without a port: all of them
+# Addresses the default push policy (library_ioa.plugins.a2a.server.push) never POSTs to,
+# kept out of the webhook egress; a subset of its refusals, so no push it allows is blocked.
+NON_PUBLIC = {
+    "0.0.0.0/0": (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    ),
+    "::/0": ("::/127", "fc00::/7", "fe80::/10", "ff00::/8"),
+}
 
 
 def _ip_block(host: str | None) -> dict[str, Any] | None:
@@ -52,6 +78,20 @@ def _egress_rule(plan: Plan, peer: Peer) -> dict[str, Any]:
         if block is not None:
             rule["to"] = [block]
     return rule
+
+
+def _push_egress(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
+    """Egress to webhook receivers when the agent's endpoint advertises push (docstring)."""
+    door = next(item for item in plan.wired.routes.listeners if item.agent == agent.agent)
+    a2a = plan.app.spec.endpoints[door.endpoint].a2a
+    if not a2a.capabilities.pushNotifications:
+        return []
+    addresses = [ip_of(host) for host in a2a.push.allowed_hosts]
+    if a2a.push.allow_private or None in addresses:
+        return [{"ports": ANY_TCP_PORT}]
+    public = [{"ipBlock": {"cidr": c, "except": list(e)}} for c, e in NON_PUBLIC.items()]
+    listed = [_ip_block(str(a)) for a in dict.fromkeys(addresses)]
+    return [{"to": public + [b for b in listed if b is not None], "ports": ANY_TCP_PORT}]
 
 
 def _ingress_rules(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
@@ -82,6 +122,7 @@ def build_network_policy(plan: Plan, agent: AgentPlan) -> dict[str, Any]:
     """The NetworkPolicy of one deployed agent's pods."""
     egress: list[dict[str, Any]] = [{"ports": DNS_PORTS}]  # any resolver (module docstring)
     egress += [_egress_rule(plan, peer) for peer in agent.peers]
+    egress += _push_egress(plan, agent)
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

@@ -219,10 +219,12 @@ class NodeCluster:
         proxy = self.bins / "kube-proxy"
         if proxy.exists():
             host.run(str(proxy), "--cleanup", check=False)
-        if self._network_policy:
+        enforced, self._network_policy = self._network_policy, False
+        if enforced:
             host.run(str(self.bins / ENFORCER), "--cleanup-config", check=False)
-            self._network_policy = False
         host.remove_kube_chains()
+        if enforced:
+            host.remove_kube_router_ipsets()
         for key, value in self._sysctls.items():
             host.sysctl(key, value)
         self._sysctls.clear()

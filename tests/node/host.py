@@ -158,3 +158,15 @@ def remove_kube_chains() -> None:
                 run(tool, "-t", table, "-F", chain, check=False)
             for chain in chains:
                 run(tool, "-t", table, "-X", chain, check=False)
+
+
+def remove_kube_router_ipsets() -> None:
+    """Destroy the ipsets kube-router's policies leave (``KUBE-SRC-*``, ``KUBE-DST-*``).
+
+    ``kube-router --cleanup-config`` (v2.1.0) removes its chains but was seen to leave the
+    sets. Runs after :func:`remove_kube_chains`, when no rule can still reference one; no
+    other Kubernetes runs on this machine.
+    """
+    for name in run("ipset", "list", "-n", check=False).split():
+        if name.startswith(("KUBE-SRC-", "KUBE-DST-")):
+            run("ipset", "destroy", name, check=False)

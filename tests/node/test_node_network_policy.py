@@ -4,6 +4,10 @@ The researcher does not delegate to the concierge, so its egress policy has no r
 concierge's pods; the concierge delegates to the researcher. The bridge CNI enforces nothing,
 so the same connection is first shown to work without the enforcer (the test can fail), then
 kube-router (firewall only) starts and the refusal is waited for.
+
+kube-router refuses with ``REJECT --reject-with icmp-port-unreachable`` in the pod's
+firewall chain (``KUBE-POD-FW-*``, reached from ``FORWARD`` after kube-proxy's DNAT of the
+ClusterIP), so the connect fails at once with ``ConnectionRefusedError``, not a timeout.
 """
 
 from __future__ import annotations
@@ -28,15 +32,21 @@ try:
 except OSError as e:
     print("refused", type(e).__name__)
 """
+REFUSED = "refused ConnectionRefusedError"  # kube-router's REJECT (module docstring)
 
 
-def connect_from(desk: Desk, agent: str, target: str, port: int) -> str:
-    """What a TCP connect from ``agent``'s pod to ``target``'s ClusterIP prints.
+def connect_from(desk: Desk, agent: str, target: str, port: int, *, pod_ip: bool = False) -> str:
+    """What a TCP connect from ``agent``'s pod to ``target``'s ClusterIP (or pod IP) prints.
 
     The address comes from the API, not from DNS, so a refusal is the policy's and never a
-    failed lookup (delegation over A2A below covers DNS).
+    failed lookup (delegation over A2A below covers DNS). The ClusterIP is routed through
+    the host after kube-proxy's DNAT; the pod IP is switched on the bridge.
     """
-    host = desk.core.read_namespaced_service(f"{desk.name}-{target}", NS).spec.cluster_ip
+    if pod_ip:
+        [pod] = desk.pods(target)
+        host = pod.status.pod_ip
+    else:
+        host = desk.core.read_namespaced_service(f"{desk.name}-{target}", NS).spec.cluster_ip
     return exec_python(desk, agent, CONNECT, host, str(port))
 
 
@@ -45,12 +55,17 @@ def policies(desk: Desk) -> dict[str, Any]:
     return {p.metadata.name: p for p in api.list_namespaced_network_policy(NS).items}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kube-router v2.1.0 (the only version the Go module proxy serves) starts in "
-    "firewall-only mode and reports /healthz ok, but the researcher's pod still reaches the "
-    "concierge's ClusterIP after 240 s: its rules do not take effect on this bridge node yet",
-)
+def becomes(desk: Desk, agent: str, target: str, port: int, outcome: str) -> None:
+    """Wait until a connect from ``agent`` to ``target`` prints ``outcome`` (the last shown)."""
+
+    def holds() -> bool:
+        got = connect_from(desk, agent, target, port)
+        assert got == outcome, f"{agent} -> {target}:{port} printed {got!r}"
+        return True
+
+    eventually(holds, f"{agent} -> {target}:{port} to print {outcome!r}")
+
+
 async def test_an_agent_not_in_delegates_to_is_refused_and_a_delegate_admitted(
     desk: Desk,
 ) -> None:
@@ -59,12 +74,12 @@ async def test_an_agent_not_in_delegates_to_is_refused_and_a_delegate_admitted(
     assert {"research-desk-concierge", "research-desk-researcher"} <= set(policies(desk))
     # Without an enforcer the bridge lets the researcher reach the concierge.
     assert connect_from(desk, "researcher", "concierge", 8401) == "connected"
+    assert connect_from(desk, "researcher", "concierge", 8401, pod_ip=True) == "connected"
 
     desk.node.start_network_policy()
-    eventually(
-        lambda: connect_from(desk, "researcher", "concierge", 8401) == "refused TimeoutError",
-        "kube-router refusing the researcher's connection to the concierge",
-    )
+    becomes(desk, "researcher", "concierge", 8401, REFUSED)
+    assert connect_from(desk, "researcher", "concierge", 8401, pod_ip=True) == REFUSED
     assert connect_from(desk, "concierge", "researcher", 8402) == "connected"
+    assert connect_from(desk, "concierge", "researcher", 8402, pod_ip=True) == "connected"
     async with a2a_client(desk.card_url("concierge")) as client:
         assert await ask(client, "research policies") == "found: sources on policies"
