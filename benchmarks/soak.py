@@ -19,8 +19,9 @@ the server closes it (408), then opening again.
 
 Every message names one of ``--contexts`` conversations (default 8; 0: a new one per
 request). The agent keeps each conversation's history, bounded by messages and bytes per
-conversation and by conversations and bytes in all (``--history-max-bytes``, default the
-endpoint's, 64 MiB); ``--contexts 0`` shows that bound at work, beside the task store's.
+conversation and by conversations and bytes in all (``--history-max-bytes``, default here
+16 MiB, as ``--max-bytes``, so that the bound is reached within the warm-up; the endpoint's
+default is 64 MiB); ``--contexts 0`` shows that bound at work, beside the task store's.
 
 The server's RSS (``/proc/<pid>/status``) is sampled every ``--sample`` seconds. The
 baseline is the RSS at the end of the warm-up (the first third); the verdict compares the
@@ -34,7 +35,7 @@ Usage::
     nice -n 10 python benchmarks/soak.py [--duration 600] [--concurrency 8]
                                          [--max-tasks 1000] [--max-bytes 16777216]
                                          [--contexts 8] [--big-bytes 100000]
-                                         [--history-max-bytes N]
+                                         [--history-max-bytes 16777216]
 """
 
 from __future__ import annotations
@@ -359,5 +360,5 @@ if __name__ == "__main__":
     parser.add_argument("--max-bytes", type=int, default=16 * 1024 * 1024)
     parser.add_argument("--contexts", type=int, default=8)
     parser.add_argument("--big-bytes", type=int, default=100_000)
-    parser.add_argument("--history-max-bytes", type=int, default=None)
+    parser.add_argument("--history-max-bytes", type=int, default=16 * 1024 * 1024)
     raise SystemExit(asyncio.run(main(parser.parse_args())))
