@@ -156,6 +156,21 @@ async def test_default_push_policy_passes_push_config_without_dns(tmp_path: Path
     assert run.code == 0, result.failures()
 
 
+async def test_without_auth_the_push_check_sets_its_config_inline(tmp_path: Path) -> None:
+    """An endpoint without auth refuses a standalone create by default (security.md): the
+    probe then gives the config inline with a SendMessage, reads it back and deletes it."""
+    default = "infra:spec.endpoints[tck].a2a.push.allow_anonymous_create=false"
+    async with mas_ctl_serve(tmp_path, default) as url:
+        run = await mas_ctl("conformance", "--url", url, "-o", "json", "--timeout", "8")
+    result = ConformanceResult.model_validate_json(run.out)
+    push = [c for c in result.checks if c.check == "push-config"]
+    assert [(c.interface, c.status) for c in push] == [
+        ("JSONRPC", "pass"), ("HTTP+JSON", "pass"), ("GRPC", "pass")
+    ], push  # fmt: skip
+    assert all("UnsupportedOperationError" in c.detail and "inline" in c.detail for c in push)
+    assert run.code == 0, result.failures()
+
+
 async def test_result_file_holds_a_compact_result_that_fits_a_termination_message(
     tmp_path: Path,
 ) -> None:

@@ -302,6 +302,13 @@ class PushPolicy(Model):
         description="Hosts (names or addresses) accepted even when they resolve to a "
         "non-public address.",
     )
+    allow_anonymous_create: bool = Field(
+        default=False,
+        description="Without a2a.auth, also accept CreateTaskPushNotificationConfig (a push "
+        "config attached to an existing task by its id alone). Refused by default: the "
+        "request cannot show the task's context. Configs given inline with SendMessage are "
+        "always accepted.",
+    )
 
 
 SQL_URL_SCHEMES = ("sqlite+aiosqlite://", "postgresql+asyncpg://")

@@ -183,6 +183,7 @@ class A2AExposure:
             push_url_validator=push_url_validator,
             event_stream=self.stores.event_stream,
             agent_id=agent_id,
+            anonymous_push_create=endpoint.a2a.push.allow_anonymous_create,
             mailbox=mailbox if fast_send else None,
         )
         routes: list[BaseRoute] = [
