@@ -11,14 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a_support import STEP, free_port
+from a2a_support import STEP, serve_with_store
 
-from library_ioa.plugins.a2a.exposure import A2AExposure
-from mas.ctl.session.mailbox import SessionTurnMailbox
-from mas.infra.models import AgentManifest, Endpoint
+from mas.infra.models import AgentManifest
 from mas.runtime.agent import Agent
 from mas.runtime.boundary.delegation import DelegationContract
-from mas.runtime.metrics import REGISTRY
 from mas.runtime.models.base import AskHuman, ModelOutput, ModelPlugin, ModelRequest, TextChunk
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -40,26 +37,14 @@ class Recall(ModelPlugin):
 
 
 @contextlib.asynccontextmanager
-async def recalling_agent(task_store: dict[str, Any]) -> AsyncIterator[A2AExposure]:
+async def recalling_agent(task_store: dict[str, Any]) -> AsyncIterator[httpx.AsyncClient]:
+    """Agent ``recall`` served with ``task_store``, and a JSON-RPC client of it."""
     agent = Agent("recall", AgentManifest(), Recall(), DelegationContract("recall", {}))
-    mailbox = SessionTurnMailbox(agent)
-    endpoint = Endpoint(
-        url=f"http://127.0.0.1:{free_port()}", usage="deploy", a2a={"task_store": task_store}
-    )
-    exposure = A2AExposure(
-        agent_id="recall",
-        manifest=AgentManifest(),
-        endpoint=endpoint,
-        mailbox=mailbox,
-        drain_timeout=1.0,
-        metrics_registries=[REGISTRY],
-    )
-    await exposure.start()
-    try:
-        yield exposure
-    finally:
-        await exposure.aclose()
-        await mailbox.aclose()
+    async with (
+        serve_with_store(task_store, agent, "recall") as exposure,
+        httpx.AsyncClient(base_url=exposure.url, headers=V1, timeout=STEP) as http,
+    ):
+        yield http
 
 
 async def say(http: httpx.AsyncClient, context: str, text: str) -> str:
@@ -78,11 +63,7 @@ async def say(http: httpx.AsyncClient, context: str, text: str) -> str:
 
 
 async def test_a_follow_up_on_an_evicted_conversation_starts_afresh() -> None:
-    store = {"history_max_bytes": 1024 * 1024}
-    async with (
-        recalling_agent(store) as exposure,
-        httpx.AsyncClient(base_url=exposure.url, headers=V1, timeout=STEP) as http,
-    ):
+    async with recalling_agent({"history_max_bytes": 1024 * 1024}) as http:
         assert await say(http, "kept-short", "alpha") == "heard 1, first 'alpha'"
         assert await say(http, "kept-short", "beta") == "heard 2, first 'alpha'"
         for n in range(4):  # each ~300 KB: past the fourth, the oldest go
@@ -94,11 +75,7 @@ async def test_a_follow_up_on_an_evicted_conversation_starts_afresh() -> None:
 
 
 async def test_a_pending_question_outlives_idle_conversations_but_not_the_bound() -> None:
-    store = {"history_max_bytes": 1024 * 1024}
-    async with (
-        recalling_agent(store) as exposure,
-        httpx.AsyncClient(base_url=exposure.url, headers=V1, timeout=STEP) as http,
-    ):
+    async with recalling_agent({"history_max_bytes": 1024 * 1024}) as http:
         assert await say(http, "asked", "ask which colour?") == "which colour?"
         await say(http, "idle", BIG)
         for n in range(3):  # ~300 KB each: past the third, the idle one goes, not the waiting
