@@ -125,6 +125,12 @@ async def test_without_auth_a_standalone_create_is_refused_on_jsonrpc_and_rest(
         assert "inline" in refused["error"]["message"]
         unknown = rpc("CreateTaskPushNotificationConfig", {"taskId": "nobody", "url": HOOK})
         assert (await http.post("/", json=unknown)).json()["error"]["code"] == -32004
+        legacy = rpc(  # the 0.3 name of the same request
+            "tasks/pushNotificationConfig/set",
+            {"taskId": task["id"], "pushNotificationConfig": {"url": HOOK}},
+        )
+        v03 = await http.post("/", json=legacy, headers={"A2A-Version": "0.3"})
+        assert v03.json()["error"]["code"] == -32004, v03.text
 
         path = f"/a2a/rest/tasks/{task['id']}/pushNotificationConfigs"
         rest = await http.post(path, json={"url": HOOK})
