@@ -7,7 +7,8 @@ the bounds given here) runs as a subprocess on 127.0.0.1; this process drives it
 - ``message``: a blocking ``SendMessage`` answered with a Message (no task kept);
 - ``task``: a ``returnImmediately`` send (a task is stored), then ``GetTask`` on it;
 - ``stream``: ``SendStreamingMessage`` read to its end (a task is stored);
-- ``big``: a ``returnImmediately`` send with a 100 KB part (a big task is stored);
+- ``big``: a ``returnImmediately`` send with a ``--big-bytes`` part (default 100 KB; a big
+  task is stored);
 - ``push``: a send with a push config to a local receiver; one in ten to a receiver that
   accepts and never answers;
 - ``bad``: malformed JSON, a 40 KB header (431), an oversize body (413);
@@ -17,9 +18,10 @@ and, all along, a slowloris: 30 connections each holding a half-sent request hea
 the server closes it (408), then opening again.
 
 Every message names one of ``--contexts`` conversations (default 8; 0: a new one per
-request). The agent keeps each conversation's history (at most 200 messages) and at most
-10,000 conversations, by count: with a new conversation per request its history table
-grows for the whole run (``--contexts 0`` shows it), which is not the task store's.
+request). The agent keeps each conversation's history, bounded by messages and bytes per
+conversation and by conversations and bytes in all (``--history-max-bytes``, default here
+16 MiB, as ``--max-bytes``, so that the bound is reached within the warm-up; the endpoint's
+default is 64 MiB); ``--contexts 0`` shows that bound at work, beside the task store's.
 
 The server's RSS (``/proc/<pid>/status``) is sampled every ``--sample`` seconds. The
 baseline is the RSS at the end of the warm-up (the first third); the verdict compares the
@@ -32,7 +34,8 @@ Usage::
 
     nice -n 10 python benchmarks/soak.py [--duration 600] [--concurrency 8]
                                          [--max-tasks 1000] [--max-bytes 16777216]
-                                         [--contexts 8]
+                                         [--contexts 8] [--big-bytes 100000]
+                                         [--history-max-bytes 16777216]
 """
 
 from __future__ import annotations
@@ -76,8 +79,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def application(port: int, max_tasks: int, max_bytes: int) -> dict[str, Any]:
-    store = {"type": "memory", "max_tasks": max_tasks, "max_bytes": max_bytes}
+def application(
+    port: int, max_tasks: int, max_bytes: int, history_max_bytes: int | None
+) -> dict[str, Any]:
+    store: dict[str, Any] = {"type": "memory", "max_tasks": max_tasks, "max_bytes": max_bytes}
+    if history_max_bytes is not None:
+        store["history_max_bytes"] = history_max_bytes
     a2a = {
         "capabilities": {"pushNotifications": True},
         "push": {"allowed_hosts": ["127.0.0.1"]},
@@ -104,6 +111,7 @@ def rss_bytes(pid: int) -> int:
 
 
 CONTEXTS: list[str] = []  # the conversations requests pick from; empty: a new one each
+BIG_BYTES = [100_000]  # the size of a ``big`` request's part (``--big-bytes``)
 
 
 def send_body(text: str, **configuration: Any) -> dict[str, Any]:
@@ -168,7 +176,7 @@ class Soak:
             reply = (await http.post("/", json=send_body("hello soak"))).json()
             return "result" in reply  # a Message, or a task when the answer took longer
         if kind in ("task", "big"):
-            text = "x" * 100_000 if kind == "big" else "a task"
+            text = "x" * BIG_BYTES[0] if kind == "big" else "a task"
             reply = (await http.post("/", json=send_body(text, returnImmediately=True))).json()
             task_id = reply["result"]["task"]["id"]
             got = await http.post(
@@ -267,12 +275,17 @@ def verdict(samples: list[tuple[float, int]], duration: float) -> tuple[str, flo
 
 async def main(args: argparse.Namespace) -> int:
     CONTEXTS[:] = [f"soak-{uuid.uuid4().hex[:8]}" for _ in range(args.contexts)]
+    BIG_BYTES[0] = args.big_bytes
     port = free_port()
     receivers = Receivers()
     await receivers.start()
     with tempfile.TemporaryDirectory() as tmp:
         app = Path(tmp) / "soak.yaml"
-        app.write_text(yaml.safe_dump(application(port, args.max_tasks, args.max_bytes)))
+        app.write_text(
+            yaml.safe_dump(
+                application(port, args.max_tasks, args.max_bytes, args.history_max_bytes)
+            )
+        )
         env = {**os.environ, "MAS_CONTROL_DIR": str(Path(tmp) / "control"), "PYTHONUNBUFFERED": "1"}
         argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(app), "--agent", "echo"]
         process = await asyncio.create_subprocess_exec(
@@ -320,10 +333,17 @@ async def main(args: argparse.Namespace) -> int:
     print(f"errors: {sum(soak.errors.values())}: {dict(soak.errors)}")
     print(f"pushes received: {receivers.pushes}")
     for line in metrics.splitlines():
-        if line.startswith(("maslab_a2a_task_store_evictions_total", "maslab_a2a_push_")):
+        if line.startswith(
+            (
+                "maslab_a2a_task_store_evictions_total",
+                "maslab_conversation_evictions_total",
+                "maslab_a2a_push_",
+            )
+        ):
             print(line)
     print(
-        f"RSS baseline (end of warm-up) {baseline / 2**20:.1f} MiB, final "
+        f"RSS start {samples[0][1] / 2**20:.1f} MiB, baseline (end of warm-up) "
+        f"{baseline / 2**20:.1f} MiB, final "
         f"{samples[-1][1] / 2**20:.1f} MiB, final/baseline {ratio:.3f}, projected growth "
         f"of the last third over the run {projected / 2**20:+.1f} MiB"
     )
@@ -339,4 +359,6 @@ if __name__ == "__main__":
     parser.add_argument("--max-tasks", type=int, default=1000)
     parser.add_argument("--max-bytes", type=int, default=16 * 1024 * 1024)
     parser.add_argument("--contexts", type=int, default=8)
+    parser.add_argument("--big-bytes", type=int, default=100_000)
+    parser.add_argument("--history-max-bytes", type=int, default=16 * 1024 * 1024)
     raise SystemExit(asyncio.run(main(parser.parse_args())))

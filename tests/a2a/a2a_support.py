@@ -25,6 +25,7 @@ from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.parts import dict_to_struct
 from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest, Endpoint
+from mas.runtime.metrics import REGISTRY
 from mas.runtime.turns import (
     ArtifactEmitted,
     TextDelta,
@@ -173,6 +174,31 @@ async def serve_agent(
     await exposure.start()
     try:
         yield Served(exposure, runner, mailbox, exposure.url)
+    finally:
+        await exposure.aclose()
+        await mailbox.aclose()
+
+
+@contextlib.asynccontextmanager
+async def serve_with_store(
+    task_store: dict[str, Any], runner: TurnRunner, agent_id: str
+) -> AsyncIterator[A2AExposure]:
+    """Serve ``runner`` with the endpoint's ``a2a.task_store`` options and ``/metrics``."""
+    mailbox = SessionTurnMailbox(runner, max_pending_per_session=64)
+    endpoint = Endpoint(
+        url=f"http://127.0.0.1:{free_port()}", usage="deploy", a2a={"task_store": task_store}
+    )
+    exposure = A2AExposure(
+        agent_id=agent_id,
+        manifest=AgentManifest(),
+        endpoint=endpoint,
+        mailbox=mailbox,
+        drain_timeout=1.0,
+        metrics_registries=[REGISTRY],
+    )
+    await exposure.start()
+    try:
+        yield exposure
     finally:
         await exposure.aclose()
         await mailbox.aclose()

@@ -510,10 +510,13 @@ async def push_pair(
         async with contextlib.AsyncExitStack() as stack:
             for fast, runner in zip((True, False), runners, strict=True):
                 mailbox = SessionTurnMailbox(runner)
+                endpoint = endpoint_for(free_port(), pushNotifications=True)
+                # a config attached mid-stream without auth (refused by default: security.md)
+                endpoint.a2a.push.allow_anonymous_create = True
                 served = A2AExposure(
                     agent_id="scripted",
                     manifest=AgentManifest(),
-                    endpoint=endpoint_for(free_port(), pushNotifications=True),
+                    endpoint=endpoint,
                     mailbox=mailbox,
                     drain_timeout=2.0,
                     message_grace=0.2,

@@ -9,12 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a_support import STEP, ScriptRunner, free_port
-
-from library_ioa.plugins.a2a.exposure import A2AExposure
-from mas.ctl.session.mailbox import SessionTurnMailbox
-from mas.infra.models import AgentManifest, Endpoint
-from mas.runtime.metrics import REGISTRY
+from a2a_support import STEP, ScriptRunner, serve_with_store
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -23,24 +18,8 @@ V1 = {"A2A-Version": "1.0"}
 
 @contextlib.asynccontextmanager
 async def bounded_agent(task_store: dict[str, Any]) -> AsyncIterator[str]:
-    mailbox = SessionTurnMailbox(ScriptRunner(), max_pending_per_session=64)
-    endpoint = Endpoint(
-        url=f"http://127.0.0.1:{free_port()}", usage="deploy", a2a={"task_store": task_store}
-    )
-    exposure = A2AExposure(
-        agent_id="bounded",
-        manifest=AgentManifest(),
-        endpoint=endpoint,
-        mailbox=mailbox,
-        drain_timeout=1.0,
-        metrics_registries=[REGISTRY],
-    )
-    await exposure.start()
-    try:
+    async with serve_with_store(task_store, ScriptRunner(), "bounded") as exposure:
         yield exposure.url
-    finally:
-        await exposure.aclose()
-        await mailbox.aclose()
 
 
 def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:

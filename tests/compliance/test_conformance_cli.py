@@ -14,7 +14,7 @@ import httpx
 import pytest
 from compliance_servers import HOST, free_port, sdk_agent
 
-from mas.infra.conformance import ConformanceResult
+from mas.infra.conformance import ConformanceCheck, ConformanceResult
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -142,11 +142,10 @@ async def test_mas_ctl_serve_passes_the_probe(tmp_path: Path) -> None:
     assert run.code == 0
 
 
-async def test_default_push_policy_passes_push_config_without_dns(tmp_path: Path) -> None:
-    """The strict default push policy (no allow_private, no allowed_hosts) and no DNS, as in an
-    air-gapped cluster: the probe's own push URL is still accepted, on every transport."""
-    strict = "infra:spec.endpoints[tck].a2a.push.allow_private=false"
-    async with mas_ctl_serve(tmp_path, strict) as url:
+async def push_checks(tmp_path: Path, override: str) -> list[ConformanceCheck]:
+    """The probe's push-config checks against ``mas-ctl serve`` with one ``--override``; each
+    must pass, on every transport."""
+    async with mas_ctl_serve(tmp_path, override) as url:
         run = await mas_ctl("conformance", "--url", url, "-o", "json", "--timeout", "8")
     result = ConformanceResult.model_validate_json(run.out)
     push = [c for c in result.checks if c.check == "push-config"]
@@ -154,6 +153,21 @@ async def test_default_push_policy_passes_push_config_without_dns(tmp_path: Path
         ("JSONRPC", "pass"), ("HTTP+JSON", "pass"), ("GRPC", "pass")
     ], push  # fmt: skip
     assert run.code == 0, result.failures()
+    return push
+
+
+async def test_default_push_policy_passes_push_config_without_dns(tmp_path: Path) -> None:
+    """The strict default push policy (no allow_private, no allowed_hosts) and no DNS, as in an
+    air-gapped cluster: the probe's own push URL is still accepted, on every transport."""
+    await push_checks(tmp_path, "infra:spec.endpoints[tck].a2a.push.allow_private=false")
+
+
+async def test_without_auth_the_push_check_sets_its_config_inline(tmp_path: Path) -> None:
+    """An endpoint without auth refuses a standalone create by default (security.md): the
+    probe then gives the config inline with a SendMessage, reads it back and deletes it."""
+    default = "infra:spec.endpoints[tck].a2a.push.allow_anonymous_create=false"
+    push = await push_checks(tmp_path, default)
+    assert all("UnsupportedOperationError" in c.detail and "inline" in c.detail for c in push)
 
 
 async def test_result_file_holds_a_compact_result_that_fits_a_termination_message(

@@ -1,4 +1,5 @@
-"""Push configs (and tasks) belong to the principal that created the task (a2a.auth)."""
+"""Push configs (and tasks) belong to the principal that created the task (a2a.auth); without
+auth, only a config given inline with the task's own SendMessage is attached (by default)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ import httpx
 import pytest
 from a2a.types import (
     ListTaskPushNotificationConfigsRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
     TaskPushNotificationConfig,
     a2a_pb2_grpc,
 )
@@ -81,3 +87,108 @@ async def test_another_principal_cannot_attach_list_or_delete_push_configs(
             timeout=STEP,
         )
         assert [c.id for c in listed.configs] == [config_id]
+
+
+# Without a2a.auth: a standalone create cannot show the task's context, so it is refused
+# (security.md); a config given inline with the task's own SendMessage is accepted.
+
+REFUSED = "CreateTaskPushNotificationConfig without authentication is refused"
+
+
+@pytest.fixture
+async def anonymous() -> AsyncIterator[A2AExposure]:
+    endpoint = echo_endpoint(capabilities={"pushNotifications": True}, push={"allow_private": True})
+    async with serve(ECHO, {"echo": endpoint}, "echo") as exposure:
+        yield exposure
+
+
+def inline_send(url: str, **message: Any) -> dict[str, Any]:
+    body = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": "t"}]}
+    configuration = {"returnImmediately": True, "taskPushNotificationConfig": {"url": url}}
+    return {"message": {**body, **message}, "configuration": configuration}
+
+
+async def test_without_auth_a_standalone_create_is_refused_on_jsonrpc_and_rest(
+    anonymous: A2AExposure,
+) -> None:
+    async with httpx.AsyncClient(base_url=anonymous.url, headers=V1, timeout=STEP) as http:
+        made = (await http.post("/", json=rpc("SendMessage", inline_send(HOOK)))).json()
+        task = made["result"]["task"]
+        listing = rpc("ListTaskPushNotificationConfigs", {"taskId": task["id"]})
+        inline = (await http.post("/", json=listing)).json()["result"]["configs"]
+        assert [c["url"] for c in inline] == [HOOK]  # inline, with the task's own send
+
+        attach = rpc("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": HOOK})
+        refused = (await http.post("/", json=attach)).json()
+        assert refused["error"]["code"] == -32004, refused  # UnsupportedOperationError
+        assert refused["error"]["message"].startswith(REFUSED)
+        assert "inline" in refused["error"]["message"]
+        unknown = rpc("CreateTaskPushNotificationConfig", {"taskId": "nobody", "url": HOOK})
+        assert (await http.post("/", json=unknown)).json()["error"]["code"] == -32004
+        legacy = rpc(  # the 0.3 name of the same request
+            "tasks/pushNotificationConfig/set",
+            {"taskId": task["id"], "pushNotificationConfig": {"url": HOOK}},
+        )
+        v03 = await http.post("/", json=legacy, headers={"A2A-Version": "0.3"})
+        assert v03.json()["error"]["code"] == -32004, v03.text
+
+        path = f"/a2a/rest/tasks/{task['id']}/pushNotificationConfigs"
+        rest = await http.post(path, json={"url": HOOK})
+        assert rest.status_code == 400, rest.text
+        assert "UNSUPPORTED_OPERATION" in rest.text and REFUSED in rest.text
+
+        rest_made = await http.post("/a2a/rest/message:send", json=inline_send(HOOK + "3"))
+        rest_task = rest_made.json()["task"]["id"]
+        got = await http.get(f"/a2a/rest/tasks/{rest_task}/pushNotificationConfigs")
+        assert [c["url"] for c in got.json()["configs"]] == [HOOK + "3"]
+        after = (await http.post("/", json=listing)).json()["result"]["configs"]
+        assert [c["url"] for c in after] == [HOOK]  # nothing attached by the refused calls
+
+
+async def test_without_auth_a_standalone_create_is_refused_on_grpc(
+    anonymous: A2AExposure,
+) -> None:
+    version = (("a2a-version", "1.0"),)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{anonymous.grpc_port}") as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        send = SendMessageRequest(
+            message=Message(
+                role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text="t")]
+            ),
+            configuration=SendMessageConfiguration(
+                return_immediately=True,
+                task_push_notification_config=TaskPushNotificationConfig(url=HOOK),
+            ),
+        )
+        task = (await stub.SendMessage(send, metadata=version, timeout=STEP)).task
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.CreateTaskPushNotificationConfig(
+                TaskPushNotificationConfig(task_id=task.id, url=HOOK),
+                metadata=version,
+                timeout=STEP,
+            )
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert REFUSED in (refused.value.details() or "")
+        listed = await stub.ListTaskPushNotificationConfigs(
+            ListTaskPushNotificationConfigsRequest(task_id=task.id), metadata=version, timeout=STEP
+        )
+        assert [c.url for c in listed.configs] == [HOOK]
+
+
+async def test_an_endpoint_may_allow_anonymous_standalone_creates() -> None:
+    endpoint = echo_endpoint(
+        capabilities={"pushNotifications": True},
+        push={"allow_private": True, "allow_anonymous_create": True},
+    )
+    async with (
+        serve(ECHO, {"echo": endpoint}, "echo") as exposure,
+        httpx.AsyncClient(base_url=exposure.url, headers=V1, timeout=STEP) as http,
+    ):
+        message = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": "t"}]}
+        send = rpc(
+            "SendMessage", {"message": message, "configuration": {"returnImmediately": True}}
+        )
+        task_id = (await http.post("/", json=send)).json()["result"]["task"]["id"]
+        attach = rpc("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": HOOK})
+        created = (await http.post("/", json=attach)).json()
+        assert created["result"]["url"] == HOOK, created

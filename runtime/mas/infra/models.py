@@ -233,6 +233,8 @@ class A2ACapabilities(Model):
 DEFAULT_MEMORY_MAX_TASKS = 10_000
 DEFAULT_MEMORY_MAX_BYTES = 256 * 1024 * 1024
 DEFAULT_MEMORY_TTL_SECONDS = 3600.0
+DEFAULT_HISTORY_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_HISTORY_MAX_SESSION_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 EnvName = Annotated[
     str,
@@ -300,9 +302,23 @@ class PushPolicy(Model):
         description="Hosts (names or addresses) accepted even when they resolve to a "
         "non-public address.",
     )
+    allow_anonymous_create: bool = Field(
+        default=False,
+        description="Without a2a.auth, also accept CreateTaskPushNotificationConfig (a push "
+        "config attached to an existing task by its id alone). Refused by default: the "
+        "request cannot show the task's context. Configs given inline with SendMessage are "
+        "always accepted.",
+    )
 
 
 SQL_URL_SCHEMES = ("sqlite+aiosqlite://", "postgresql+asyncpg://")
+MEMORY_BOUNDS = (
+    "max_tasks",
+    "max_bytes",
+    "ttl_seconds",
+    "history_max_bytes",
+    "history_max_session_bytes",
+)
 
 
 class TaskStoreOptions(Model):
@@ -325,9 +341,10 @@ class TaskStoreOptions(Model):
                 },
                 {
                     "rule": "!has(self.type) || self.type != 'sql'"
-                    " || (!has(self.max_tasks) && !has(self.max_bytes) && !has(self.ttl_seconds))",
-                    "message": "max_tasks, max_bytes and ttl_seconds bound the memory store; "
-                    "they need type memory",
+                    " || (!has(self.max_tasks) && !has(self.max_bytes) && !has(self.ttl_seconds)"
+                    " && !has(self.history_max_bytes) && !has(self.history_max_session_bytes))",
+                    "message": "max_tasks, max_bytes, ttl_seconds, history_max_bytes and "
+                    "history_max_session_bytes bound the memory store; they need type memory",
                 },
             ]
         }
@@ -375,6 +392,21 @@ class TaskStoreOptions(Model):
         description="memory only: an ended task (or one waiting for input) untouched this long "
         "is evicted.",
     )
+    history_max_bytes: int = Field(
+        default=DEFAULT_HISTORY_MAX_BYTES,
+        ge=1024 * 1024,
+        le=64 * 1024 * 1024 * 1024,
+        description="memory only: most bytes of conversation history the agent keeps; past it "
+        "the least recently used idle conversations are evicted (one with a turn running "
+        "never is).",
+    )
+    history_max_session_bytes: int = Field(
+        default=DEFAULT_HISTORY_MAX_SESSION_BYTES,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="memory only: most bytes of history kept per conversation; past it its "
+        "oldest messages are dropped.",
+    )
 
     @field_validator("url")
     @classmethod
@@ -392,9 +424,7 @@ class TaskStoreOptions(Model):
         ]
         if self.type == "memory" and given:
             raise ValueError(f"type 'memory' takes no {', '.join(given)}; accepted: type sql")
-        bounds = [
-            n for n in ("max_tasks", "max_bytes", "ttl_seconds") if n in self.model_fields_set
-        ]
+        bounds = [n for n in MEMORY_BOUNDS if n in self.model_fields_set]
         if self.type == "sql" and bounds:
             raise ValueError(
                 f"type 'sql' takes no {', '.join(bounds)} (they bound the memory store); "

@@ -9,14 +9,15 @@ never raises for the turn's own failure.
 
 State: the conversations live in a :class:`~mas.runtime.history.ConversationStore`; by
 default a :class:`~mas.runtime.memory_history.MemoryConversationStore` (``max_history``
-messages per session, oldest dropped; ``max_sessions`` sessions, least recently used
-dropped), or the endpoint's ``sql`` store (:meth:`Agent.keep_history_in`), so another
-replica or a restarted process continues the conversation. Nothing of one session is
-visible to another. A turn's messages are stored before its ``TurnEnded`` is yielded: a
-caller that has the answer can send the follow-up anywhere. An interrupted generation
-(steer, cancel) keeps its partial reply in history, marked ``interrupted``; a following
-``replace`` steer drops it. A store that cannot be read or written ends the turn
-``failed`` with a message saying so.
+messages per session, oldest dropped; ``max_sessions`` sessions and a byte bound, least
+recently used idle ones evicted), or the A2A endpoint's store
+(:meth:`Agent.keep_history_in`): in memory with its ``a2a.task_store`` bounds, or in its
+``sql`` database, so another replica or a restarted process continues the conversation.
+Nothing of one session is visible to another. A turn's messages are stored before its
+``TurnEnded`` is yielded: a caller that has the answer can send the follow-up anywhere.
+An interrupted generation (steer, cancel) keeps its partial reply in history, marked
+``interrupted``; a following ``replace`` steer drops it. A store that cannot be read or
+written ends the turn ``failed`` with a message saying so.
 
 Artifacts a delegate returned are passed on as this turn's artifacts, named
 ``<target>/<name>``.

@@ -20,7 +20,8 @@ Rules every implementation keeps:
   turn; both blocks are kept, in commit order.
 - **A pending question is taken once.** :meth:`begin` hands it to exactly one turn (the
   first to begin after it was asked) and clears it.
-- **Bounded per session.** At most ``max_history`` messages are kept, oldest dropped.
+- **Bounded per session.** At most ``max_history`` messages are kept, oldest dropped (the
+  memory store also bounds bytes, per session and in all).
 - Errors: :class:`~mas.runtime.errors.HistoryError` with a message naming the store and
   the reason; never a driver exception.
 """

@@ -13,7 +13,11 @@ session mailbox updates the turn metrics, the delegation contract the delegation
   ``refused`` (depth limit, bad arguments, unknown tool);
 - ``maslab_tool_calls_total{agent, server, tool, outcome}``: tool-server calls (``tool`` is
   ``tools/list`` for a listing), outcome ``ok``, ``tool_error`` (the tool reported an error),
-  ``unreachable``, ``timeout``, ``protocol`` (the server answered garbage), ``refused``.
+  ``unreachable``, ``timeout``, ``protocol`` (the server answered garbage), ``refused``;
+- ``maslab_conversation_evictions_total{agent, reason}``: conversations evicted whole from
+  the in-memory conversation store (:mod:`mas.runtime.memory_history`), reason ``count``
+  or ``bytes``; ``maslab_conversation_messages_dropped_total{agent, reason}``: messages
+  dropped from one conversation past its bound, reason ``length`` or ``bytes``.
 """
 
 from __future__ import annotations
@@ -61,3 +65,17 @@ TOOL_CALLS = Counter(
 def exposition() -> bytes:
     """The text exposition of :data:`REGISTRY` (serve it with :data:`CONTENT_TYPE`)."""
     return generate_latest(REGISTRY)
+
+
+CONVERSATION_EVICTIONS = Counter(
+    "maslab_conversation_evictions",
+    "Conversations evicted from the in-memory conversation store, by agent and reason.",
+    ["agent", "reason"],
+    registry=REGISTRY,
+)
+CONVERSATION_MESSAGES_DROPPED = Counter(
+    "maslab_conversation_messages_dropped",
+    "Messages dropped from one conversation past its length or byte bound, by agent and reason.",
+    ["agent", "reason"],
+    registry=REGISTRY,
+)

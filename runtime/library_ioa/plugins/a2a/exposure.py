@@ -154,7 +154,8 @@ class A2AExposure:
         runner = getattr(mailbox, "runner", None)
         if self.stores.history is not None and isinstance(runner, Agent):
             # With a sql task store the conversations live beside the tasks, so any replica
-            # (or this one after a restart) continues them.
+            # (or this one after a restart) continues them; with memory, in the agent's
+            # memory within the endpoint's byte bounds (mas.runtime.memory_history).
             runner.keep_history_in(self.stores.history)
         if push and push_store is not None:
             self._push_client = httpx.AsyncClient(
@@ -182,6 +183,7 @@ class A2AExposure:
             push_url_validator=push_url_validator,
             event_stream=self.stores.event_stream,
             agent_id=agent_id,
+            anonymous_push_create=endpoint.a2a.push.allow_anonymous_create,
             mailbox=mailbox if fast_send else None,
         )
         routes: list[BaseRoute] = [

@@ -43,6 +43,7 @@ from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, VERSION_HEADER
 from a2a.utils.errors import (
     TaskNotCancelableError,
     TaskNotFoundError,
+    UnsupportedOperationError,
     VersionNotSupportedError,
 )
 
@@ -306,6 +307,13 @@ class InterfaceProbe:
         for url in self.push_urls:
             try:
                 made = await self.call(functools.partial(self.create_push, client, url))
+            except UnsupportedOperationError as exc:  # no standalone create without auth
+                try:
+                    made = await self.call(functools.partial(self.send_with_push, client, url))
+                except Exception as inline:
+                    refused.append(f"{url}: {describe(exc)}; inline: {describe(inline)}")
+                    continue
+                refused.append(f"standalone create: {describe(exc)}; set inline with SendMessage")
             except Exception as exc:  # a server screening push URLs refuses some
                 refused.append(f"{url}: {describe(exc)}")
                 continue
@@ -319,14 +327,32 @@ class InterfaceProbe:
         wanted = TaskPushNotificationConfig(
             task_id=self.task.id, url=url, token=f"probe-{uuid.uuid4().hex[:8]}"
         )
-        return await client.create_task_push_notification_config(wanted, context=self.context())
+        made = await client.create_task_push_notification_config(wanted, context=self.context())
+        made.task_id = made.task_id or self.task.id
+        return made
+
+    async def send_with_push(self, client: Client, url: str) -> TaskPushNotificationConfig:
+        """A ``returnImmediately`` send with the config inline, for a server that refuses a
+        standalone create without auth; the config as set, on the task the send made."""
+        request = self.request()
+        request.configuration.return_immediately = True
+        wanted = request.configuration.task_push_notification_config
+        wanted.id, wanted.url = f"probe-{uuid.uuid4().hex[:8]}", url
+        wanted.token = f"probe-{uuid.uuid4().hex[:8]}"
+        async for event in client.send_message(request, context=self.context()):
+            if event.HasField("task"):
+                made = TaskPushNotificationConfig()
+                made.CopyFrom(wanted)
+                made.task_id = event.task.id
+                return made
+            break
+        raise UnsupportedOperationError(message="the inline send made no task")
 
     async def read_back_and_delete(
         self, client: Client, made: TaskPushNotificationConfig, url: str, refused: list[str]
     ) -> None:
         """The rest of the push-config check, once a config was created."""
-        assert self.task is not None
-        task_id, ctx = self.task.id, self.context()
+        task_id, ctx = made.task_id, self.context()
         step = "get"
         try:
             get = GetTaskPushNotificationConfigRequest(task_id=task_id, id=made.id)

@@ -1,7 +1,8 @@
 """The SDK's default request handler, counting every request by method and outcome.
 
 Every transport (JSON-RPC, HTTP+JSON, gRPC, and the 0.3 adapters of each) goes through
-one request handler, so counting here covers them all.
+one request handler, so counting here covers them all, and so does the no-auth rule for
+attaching push configs (``anonymous_push_create``: :mod:`.push_ownership`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from a2a.utils.errors import A2AError
 
 from library_ioa.plugins.a2a.server.executor import STREAMING_STATE
 from library_ioa.plugins.a2a.server.metrics import A2A_REQUEST_SECONDS, A2A_REQUESTS
+from library_ioa.plugins.a2a.server.push_ownership import refuse_anonymous_create
 from library_ioa.plugins.a2a.server.tracing import request_done, transport_of
 
 T = TypeVar("T")
@@ -28,9 +30,12 @@ class CountingRequestHandler(DefaultRequestHandler):
     """``DefaultRequestHandler`` plus ``maslab_a2a_requests_total{agent,method,transport,outcome}``,
     the request's span attributes and its INFO line (``server/tracing.py``)."""
 
-    def __init__(self, *args: Any, agent_id: str, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, agent_id: str, anonymous_push_create: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.agent_id = agent_id
+        self.anonymous_push_create = anonymous_push_create
 
     async def _unary(
         self, method: str, call: Awaitable[T], context: Any = None, params: Any = None
@@ -106,10 +111,15 @@ class CountingRequestHandler(DefaultRequestHandler):
     async def on_create_task_push_notification_config(self, params: Any, context: Any) -> Any:
         return await self._unary(
             "CreateTaskPushNotificationConfig",
-            super().on_create_task_push_notification_config(params, context),
+            self._create_push_config(params, context),
             context,
             params,
         )
+
+    async def _create_push_config(self, params: Any, context: Any) -> Any:
+        if not self.anonymous_push_create and self._agent_card.capabilities.push_notifications:
+            refuse_anonymous_create(context)
+        return await super().on_create_task_push_notification_config(params, context)
 
     async def on_get_task_push_notification_config(self, params: Any, context: Any) -> Any:
         return await self._unary(

@@ -4,8 +4,11 @@
 into what the SDK's request handler takes:
 
 - ``memory`` (the default): a bounded in-memory task store (``max_tasks``, ``max_bytes``,
-  ``ttl_seconds``: :mod:`library_ioa.plugins.a2a.server.memory_store`) and the SDK's
-  ``InMemoryPushNotificationConfigStore``; tasks die with the process.
+  ``ttl_seconds``: :mod:`library_ioa.plugins.a2a.server.memory_store`), the SDK's
+  ``InMemoryPushNotificationConfigStore`` and the agent's conversations in memory, bounded
+  by bytes in all and per conversation (``history_max_bytes``,
+  ``history_max_session_bytes``: :mod:`mas.runtime.memory_history`); all die with the
+  process.
 - ``sql``: the SDK's ``VersionedDatabaseTaskStore`` (a compare-and-swap version per task),
   ``DatabaseTaskEventStream`` (the ``task_events`` log other replicas tail, so
   ``SubscribeToTask`` works from any replica) and ``DatabasePushNotificationConfigStore``
@@ -14,7 +17,7 @@ into what the SDK's request handler takes:
   (or the key) behind a ``secret_key_ref`` is read from ``secret_env_name(ref)``. The
   agent's conversations (session history, pending question) go to the same database
   (:class:`~library_ioa.plugins.a2a.server.sql_history.SqlConversationStore`), so any
-  replica continues any conversation; with ``memory`` they stay in the agent's memory.
+  replica continues any conversation.
 
 Rules every variant keeps:
 
@@ -77,6 +80,8 @@ from library_ioa.plugins.a2a.server.runs import RunBook
 from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
 from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
+from mas.runtime.history import ConversationStore
+from mas.runtime.memory_history import MemoryConversationStore
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +113,7 @@ class TaskStores:
     heartbeat: float = HEARTBEAT_SECONDS
     lease: float = LEASE_SECONDS
     runs: RunBook | None = None
-    history: SqlConversationStore | None = None
+    history: ConversationStore | None = None
     _beating: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
@@ -197,7 +202,7 @@ async def _initialize(stores: TaskStores) -> None:
         await stores.event_stream.initialize()
     if isinstance(stores.push_config_store, DatabasePushNotificationConfigStore):
         await stores.push_config_store.initialize()
-    if stores.history is not None:
+    if isinstance(stores.history, SqlConversationStore):
         await stores.history.initialize()
 
 
@@ -292,6 +297,11 @@ def build_task_stores(
                 )
             ),
             InMemoryPushNotificationConfigStore() if push else None,
+            history=MemoryConversationStore(
+                agent_id=agent_id,
+                max_bytes=options.history_max_bytes,
+                max_session_bytes=options.history_max_session_bytes,
+            ),
         )
     if options.url_secret_key_ref is not None:
         url = _secret(options.url_secret_key_ref, "url_secret_key_ref", env)
