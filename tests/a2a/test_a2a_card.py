@@ -168,7 +168,12 @@ async def test_served_card_over_http_is_the_official_card() -> None:
 
 
 async def test_health_and_readiness(served: Served) -> None:
-    async with httpx.AsyncClient(timeout=STEP) as http:
+    # After stop_accepting the listener refuses new connections, so the last probe must go
+    # over the connection the first ones opened. httpx drops an idle pooled connection after
+    # 5 s (its default keepalive_expiry), which a loaded machine can take between two
+    # requests: the probe then dialled anew and failed with ConnectError. Keep it open.
+    limits = httpx.Limits(keepalive_expiry=None)
+    async with httpx.AsyncClient(timeout=STEP, limits=limits) as http:
         health = await http.get(f"{served.url}/healthz")
         ready = await http.get(f"{served.url}/readyz")
         served.exposure.stop_accepting()

@@ -129,6 +129,9 @@ async def test_extra_messages_on_a_working_task_are_queued_not_preempting(
     assert users == ["wait g3 first reply", "quick second reply"]
 
 
+# 600 SDK round trips on one event loop: 38 s at load 16, past the former 90 s budget at
+# load 30. The deadline bounds the observable end of every session, not a pace.
+@pytest.mark.timeout(300)
 async def test_per_session_order_under_200_concurrent_sessions(served: Served) -> None:
     sessions, turns = 200, 3
 
@@ -138,12 +141,12 @@ async def test_per_session_order_under_200_concurrent_sessions(served: Served) -
         for turn in range(turns):
             text = f"barrier {sessions}" if turn == 0 else f"quick {context}-{turn}"
             message = user_message(text, context_id=context)
-            [response] = await send(client, message, timeout=80)  # type: ignore[arg-type]
+            [response] = await send(client, message, timeout=240)  # type: ignore[arg-type]
             replies.append(reply_text(response))
         return replies
 
     async with sdk_client(served, connections=sessions + 10) as client:
-        async with asyncio.timeout(90):
+        async with asyncio.timeout(240):
             results = await asyncio.gather(*(one_session(client, i) for i in range(sessions)))
     # every session's first turn waited for all 200 to start: they ran in parallel
     assert served.runner.arrived == sessions

@@ -22,10 +22,11 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.helpers import get_message_text
 from a2a.types import SendMessageRequest, TaskState
 from a2a_support import STEP, free_port, user_message
+from tests.deadlines import COLD_START
 
 pytestmark = pytest.mark.integration
 
-START = 30.0  # a cold interpreter importing the SDK on a busy machine
+START = COLD_START
 
 
 def application(port: int, grpc_port: int) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import GetTaskRequest, ListTasksRequest, Task
 from a2a.utils.constants import TransportProtocol
 from tests.a2a.a2a_support import STEP, ScriptRunner, Served, free_port
+from tests.deadlines import COLD_START
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.server.stores import build_task_stores
@@ -152,7 +153,7 @@ async def client_for(url: str, *, streaming: bool = False) -> AsyncIterator[Clie
             await client.close()
 
 
-START = 30.0  # a cold interpreter importing the SDK on a busy machine
+START = COLD_START
 
 
 def serve_command(app: Path, agent: str) -> list[str]:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tests.deadlines import COLD_START
 
-START_DEADLINE = 30.0
+START_DEADLINE = COLD_START
 
 
 def free_port() -> int:

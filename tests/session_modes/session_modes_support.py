@@ -23,8 +23,9 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.helpers import get_message_text
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 from prometheus_client.parser import text_string_to_metric_families
+from tests.deadlines import COLD_START
 
-START = 45.0  # a cold interpreter importing the SDK on a busy, shared 2-core machine
+START = COLD_START
 STEP = 20.0  # the longest any other awaited step may take
 
 

@@ -43,6 +43,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import a2a.client  # noqa: F401  # first: see library_ioa.plugins.a2a.__init__
 import httpx
 from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
 from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler

@@ -35,6 +35,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+import a2a.client  # noqa: F401  # first: see library_ioa.plugins.a2a.__init__
 import orjson
 from a2a.server.jsonrpc_models import InternalError
 from a2a.server.request_handlers import RequestHandler, build_error_response
