@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from a2a_support import free_port
+from tests.security.served_process import app_document
 
 pytestmark = pytest.mark.integration
 
@@ -63,21 +64,12 @@ UNUSED = [
 
 
 def application(port: int, grpc_port: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "cold"},
-        "spec": {
-            "agency": {"agents": {"echo": {"spec": {"model": {"type": "echo"}}}}},
-            "endpoints": {
-                "echo": {
-                    "usage": "deploy",
-                    "url": f"http://127.0.0.1:{port}",
-                    "a2a": {"grpc_port": grpc_port, "capabilities": {"streaming": True}},
-                }
-            },
-        },
+    endpoint = {
+        "usage": "deploy",
+        "url": f"http://127.0.0.1:{port}",
+        "a2a": {"grpc_port": grpc_port, "capabilities": {"streaming": True}},
     }
+    return app_document({"echo": {"model": {"type": "echo"}}}, {"echo": endpoint})
 
 
 def probe_serve(tmp_path: Path, watched: list[str]) -> dict[str, Any]:
@@ -90,20 +82,10 @@ def probe_serve(tmp_path: Path, watched: list[str]) -> dict[str, Any]:
         if not key.startswith("OTEL_") and key != "MAS_DEBUG"
     }
     env["MAS_CONTROL_DIR"] = str(tmp_path / "control")
+    command = ["serve", "-f", str(app), "--agent", "echo", "--no-control"]
+    readyz = f"http://127.0.0.1:{port}/readyz"
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            PROBE.format(start=START),
-            json.dumps(watched),
-            f"http://127.0.0.1:{port}/readyz",
-            "serve",
-            "-f",
-            str(app),
-            "--agent",
-            "echo",
-            "--no-control",
-        ],
+        [sys.executable, "-c", PROBE.format(start=START), json.dumps(watched), readyz, *command],
         env=env,
         capture_output=True,
         text=True,
