@@ -110,3 +110,84 @@ def test_an_unknown_command_still_names_every_command() -> None:
     for command in ("'validate'", "'serve'", "'run-mas'", "'conformance'"):
         assert command in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# Loaded only when the endpoint asks for them: a database task store (the SQL dialects and
+# the conversation table) or a control endpoint (without --no-control).
+SERVE_ON_DEMAND = [
+    "sqlalchemy.dialects.postgresql",
+    "sqlalchemy.dialects.sqlite",
+    "library_ioa.plugins.a2a.server.sql_history",
+    "mas.ctl.session.control",
+    "kubernetes",
+    "kopf",
+    "curses",
+    "mcp",
+]
+
+
+def test_serve_command_loads_no_sql_dialect_or_control_module() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from mas.ctl.cli import build_parser; build_parser(['serve']); "
+            f"print(sorted(m for m in {SERVE_ON_DEMAND!r} if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"
+
+
+# In a fresh interpreter: the collector's state after each step, as JSON.
+COLLECTOR = """
+import gc, json, sys
+from mas.ctl import collector
+steps = []
+def note(step):
+    steps.append([step, gc.isenabled(), gc.get_freeze_count() > 0])
+if sys.argv[1] == "paused":
+    collector.pause(); note("pause")
+    import mas.ctl.commands.validate
+    collector.resume(); note("resume")
+    collector.resume(); note("resume again")
+elif sys.argv[1] == "off":
+    gc.disable(); collector.pause(); collector.resume(); note("resume")
+else:
+    import contextlib, io
+    from mas.ctl.cli import main
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(sys.argv[2:])
+    note(f"main {code}")
+print(json.dumps(steps))
+"""
+
+
+def collector_steps(*argv: str) -> list[list[object]]:
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTOR, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_the_collector_paused_for_loading_comes_back_on_with_the_load_frozen() -> None:
+    assert collector_steps("paused") == [
+        ["pause", False, False],
+        ["resume", True, True],
+        ["resume again", True, True],
+    ]
+
+
+def test_resume_leaves_a_collector_turned_off_elsewhere_off() -> None:
+    assert collector_steps("off") == [["resume", False, False]]
+
+
+def test_main_in_process_leaves_the_collector_alone() -> None:
+    assert collector_steps("main", "validate", "-f", EXAMPLE) == [["main 0", True, False]]

@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from mas.ctl import collector
 from mas.infra.errors import ApplicationInvalid, DocumentError, OverrideError
 from mas.runtime.errors import RuntimeFailure
 from mas.telemetry import tracing
@@ -97,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (LogFormatError, tracing.TracingConfigError) as exc:
         return _fail(EXIT_USAGE, [f"error: {exc}"])
     setup_logging(logging.WARNING - 10 * min(args.verbose, 2), log_format)
+    collector.resume()  # the command's modules are loaded (run() paused the collector)
     handler: Handler = args.handler
     try:
         return handler(args)
@@ -123,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Console-script wrapper."""
+    """Console-script wrapper: loads the command with the cyclic collector paused."""
+    collector.pause()
     sys.exit(main())
 
 

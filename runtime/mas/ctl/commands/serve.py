@@ -35,7 +35,7 @@ import gc
 import logging
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.utils.push_url_validator import validate_push_notification_url
 from prometheus_client import CollectorRegistry
@@ -51,12 +51,14 @@ from library_ioa.plugins.a2a.server.listeners import (
     event_loop_factory,
 )
 from mas.ctl.documents import add_document_options, load_wired
-from mas.ctl.session.control import ControlServer
 from mas.ctl.session.exposure import ExposureError, Listeners, bind_listeners
 from mas.ctl.session.host import RuntimeHost
 from mas.infra.addresses import parse_advertised_url
 from mas.infra.wiring import Wired
 from mas.runtime.metrics import REGISTRY
+
+if TYPE_CHECKING:
+    from mas.ctl.session.control import ControlServer
 
 logger = logging.getLogger(__name__)
 
@@ -266,6 +268,8 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
 
 async def _start_control(host: RuntimeHost, agent: str) -> ControlServer:
     """The control endpoint of the served agent, advertised in the control directory."""
+    from mas.ctl.session.control import ControlServer  # not loaded under --no-control
+
     server = ControlServer({agent: host.mailbox(agent)})
     await server.start()
     return server

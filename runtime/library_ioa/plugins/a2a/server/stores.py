@@ -50,7 +50,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.server.cluster import (
     DatabaseTaskEventStream,
@@ -77,11 +77,13 @@ from library_ioa.plugins.a2a.server.final_state import (
 )
 from library_ioa.plugins.a2a.server.memory_store import BoundedMemoryTaskStore
 from library_ioa.plugins.a2a.server.runs import RunBook
-from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
 from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
 from mas.runtime.history import ConversationStore
 from mas.runtime.memory_history import MemoryConversationStore
+
+if TYPE_CHECKING:
+    from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
 
 logger = logging.getLogger(__name__)
 
@@ -339,6 +341,10 @@ def build_task_stores(
     lease = lease if lease is not None else _lease_from(env)
     heartbeat = heartbeat if heartbeat is not None else lease / 4
     runs = RunBook(engine, agent_id, lease)
+    # Loaded with a database store only: it pulls in the postgresql and sqlite dialects,
+    # which a memory store never needs (docs/performance.md, cold start).
+    from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
+
     return TaskStores(
         agent_id,
         FinalStateVersionedStore(VersionedDatabaseTaskStore(engine), runs),
