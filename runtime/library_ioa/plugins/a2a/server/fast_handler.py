@@ -52,6 +52,7 @@ from a2a.types import (
     SubscribeToTaskRequest,
     Task,
     TaskState,
+    TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import (
     InternalError,
@@ -206,7 +207,31 @@ class FastSendHandler(CountingRequestHandler):
         if isinstance(answer, Message):
             return answer
         context.state[ADOPTED_STATE] = AdoptedTurn(task_id, context_id, answer)
-        return await DefaultRequestHandler.on_message_send(self, params, context)
+        return await self._blocking_run(params, context)
+
+    async def _blocking_run(self, params: SendMessageRequest, context: Any) -> Task:
+        """The SDK's blocking ``on_message_send`` of the adopted turn, on a :class:`StreamRun`.
+
+        As the SDK: the answer is the task once it is in a terminal or interrupted state
+        (after FAILED the run is read to its end, so a failure of the executor surfaces),
+        else the task as stored when the run ends; with the request's history length.
+        """
+        run, requester = await self._start_run(params, context)
+        result: Task | None = None
+        try:
+            while batch := await requester.batch():
+                if any(_state_of(event) in _BLOCKING_ENDS for event in batch):
+                    result = await run.current_task()
+                    if result is not None and result.status.state != TaskState.TASK_STATE_FAILED:
+                        break
+        finally:
+            run.leave(requester)
+        if result is None:
+            result = await run.current_task()
+        if result is None:
+            raise InternalError
+        self._validate_task_id_match(run.task_id, result.id)
+        return apply_history_length(result, params.configuration)
 
     async def _quick_answer(
         self, ticket: Any, task_id: str, context_id: str
@@ -278,6 +303,24 @@ class FastSendHandler(CountingRequestHandler):
         validate_history_length(params.configuration)
         if self._validate_input_modes:
             validate_input_modes(params.message, self._agent_card)
+        run, requester = await self._start_run(params, context)
+        task_id = run.task_id
+        configuration = params.configuration
+        try:
+            while batch := await requester.batch():
+                for index, event in enumerate(batch):
+                    if isinstance(event, Task):
+                        if event.id != task_id:
+                            raise InternalError(message="Task ID mismatch in agent response")
+                        batch[index] = apply_history_length(event, configuration)
+                yield batch
+        finally:
+            run.leave(requester)
+
+    async def _start_run(
+        self, params: SendMessageRequest, context: Any
+    ) -> tuple[StreamRun, Listener]:
+        """A running :class:`StreamRun` of the new task, and its requester's listener."""
         request = await self._request_context_builder.build(
             params=params,
             task_id=None,
@@ -293,23 +336,12 @@ class FastSendHandler(CountingRequestHandler):
             request=request,
             park=self._park,
         )
-        task_id = run.task_id
         requester = Listener()
-        self._runs[task_id] = run
+        self._runs[run.task_id] = run
         run.start(requester)
         assert run.runner is not None
         run.runner.add_done_callback(lambda _: self._forget(run))
-        configuration = params.configuration
-        try:
-            while batch := await requester.batch():
-                for index, event in enumerate(batch):
-                    if isinstance(event, Task):
-                        if event.id != task_id:
-                            raise InternalError(message="Task ID mismatch in agent response")
-                        batch[index] = apply_history_length(event, configuration)
-                yield batch
-        finally:
-            run.leave(requester)
+        return run, requester
 
     def _forget(self, run: StreamRun) -> None:
         if self._runs.get(run.task_id) is run:
@@ -413,6 +445,18 @@ class FastSendHandler(CountingRequestHandler):
         runs = list(self._runs.values())
         await asyncio.gather(*(run.aclose() for run in runs), return_exceptions=True)
         await super().aclose()
+
+
+_BLOCKING_ENDS = TERMINAL_STATES | INTERRUPTED_STATES
+
+
+def _state_of(event: Event) -> TaskState | None:
+    """The task state an event reports (``None``: an artifact update or a ``Message``)."""
+    if isinstance(event, Task):
+        return event.status.state
+    if isinstance(event, TaskStatusUpdateEvent):
+        return event.status.state
+    return None
 
 
 async def _one_by_one(batches: AsyncGenerator[list[Event], None]) -> AsyncGenerator[Event, None]:
