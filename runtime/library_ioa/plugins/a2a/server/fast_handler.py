@@ -12,18 +12,23 @@ runs the turn on the mailbox itself and waits up to the executor's ``message_gra
 - the turn ends ``completed`` with text only: the answer is the same one ``Message`` the
   executor would publish (a new ``messageId``, the request's ``contextId`` or a generated
   one, one text part, no ``taskId``); as with the SDK, no task is stored;
-- anything else (the grace runs out, an artifact, a delegation, another end, a full
-  mailbox): the request goes to the SDK's handler with the ticket already taken, so the
-  executor publishes the turn's events exactly as it would have (the task, its updates,
-  the store, push, cancel, resubscribe), without running the turn twice.
+- anything else (the grace runs out, an artifact, a delegation, another end): the turn,
+  its ticket already taken, runs on a
+  :class:`~library_ioa.plugins.a2a.server.fast_stream.StreamRun` (below) instead of the
+  SDK's ``ActiveTask``, so the executor publishes its events exactly as it would have (the
+  task, its updates, the store, push, cancel, resubscribe) without running the turn twice,
+  and the answer is what the SDK's blocking send answers: the task once it is in a
+  terminal or interrupted state (with the request's history length);
+- a full mailbox: the request goes to the SDK's handler, whose executor fails the task.
 
 A streaming send of a new task with the same conditions (and the streaming capability)
-runs on a :class:`~library_ioa.plugins.a2a.server.fast_stream.StreamRun` instead of an
-``ActiveTask``: the same events, stores, pushes and errors (see that module). While it
-runs, this handler answers ``CancelTask`` and ``SubscribeToTask`` of its task from it, and
-queues a message naming its task behind its turn as the SDK would; once it ends, those are
-the SDK's again. :meth:`FastSendHandler.message_stream_batches` gives the events that are
-ready together in one list, which the JSON-RPC route writes as one chunk.
+runs on a :class:`~library_ioa.plugins.a2a.server.fast_stream.StreamRun` too: the same
+events, stores, pushes and errors as an ``ActiveTask`` (see that module). While a run
+(streamed or blocking) goes on, this handler answers ``CancelTask`` and ``SubscribeToTask``
+of its task from it, and queues a message naming its task behind its turn as the SDK
+would; once it ends, those are the SDK's again.
+:meth:`FastSendHandler.message_stream_batches` gives the events that are ready together
+in one list, which the JSON-RPC route writes as one chunk.
 
 Every other request (a message on an existing task, ``returnImmediately``, a push
 configuration, every other method) is the SDK's handler unchanged. Validation runs in the
@@ -230,7 +235,13 @@ class FastSendHandler(CountingRequestHandler):
             result = await run.current_task()
         if result is None:
             raise InternalError
-        self._validate_task_id_match(run.task_id, result.id)
+        if result.id != run.task_id:  # the SDK's _validate_task_id_match, without its span
+            logger.error(
+                "Agent generated task_id=%s does not match the RequestContext task_id=%s.",
+                result.id,
+                run.task_id,
+            )
+            raise InternalError(message="Task ID mismatch in agent response")
         return apply_history_length(result, params.configuration)
 
     async def _quick_answer(
