@@ -44,20 +44,6 @@ class DelegatingRunner(ScriptRunner):
                 yield event
 
 
-@pytest.fixture
-def runs(monkeypatch: pytest.MonkeyPatch) -> list[StreamRun]:
-    """Every StreamRun started: proof that the fast exposure kept the send on the fast path."""
-    started: list[StreamRun] = []
-    start = StreamRun.start
-
-    def counted(run: StreamRun, requester: Any) -> None:
-        started.append(run)
-        start(run, requester)
-
-    monkeypatch.setattr(StreamRun, "start", counted)
-    return started
-
-
 @contextlib.asynccontextmanager
 async def delegating_pair(
     message_grace: float = 5.0,
@@ -75,6 +61,29 @@ async def delegating_pair(
 async def rpc(http: httpx.AsyncClient, url: str, method: str, params: Any) -> Any:
     request = {"jsonrpc": "2.0", "id": 9, "method": method, "params": params}
     return (await http.post(url + "/", json=request, headers=V1)).json()
+
+
+async def working_task(http: httpx.AsyncClient, base: str, context_id: str) -> str:
+    """The id of the context's task once it works (the turn outlived the grace)."""
+    found: list[str] = []
+
+    async def working() -> bool:
+        listed = await rpc(http, base, "ListTasks", {"contextId": context_id})
+        tasks = listed["result"].get("tasks", [])
+        if tasks and tasks[0]["status"]["state"] == "TASK_STATE_WORKING":
+            found.append(tasks[0]["id"])
+        return bool(found)
+
+    await eventually(working, f"a working task in context {context_id}")
+    return found[0]
+
+
+async def posted_past_grace(
+    http: httpx.AsyncClient, base: str, text: str, context_id: str
+) -> tuple[asyncio.Future[httpx.Response], str]:
+    """A blocking send still waiting once its task works, and that task's id."""
+    reply = asyncio.ensure_future(http.post(base + "/", content=send(text, context_id), headers=V1))
+    return reply, await working_task(http, base, context_id)
 
 
 def send(text: str, context_id: str, **configuration: Any) -> bytes:
@@ -133,18 +142,7 @@ async def test_a_turn_past_the_grace_is_canceled_alike(runs: list[StreamRun]) ->
     async with delegating_pair(message_grace=0.1) as (http, bases):
         seen = []
         for base, runner in bases:
-            reply = asyncio.ensure_future(
-                http.post(base + "/", content=send("wait g1 never", "c-cancel"), headers=V1)
-            )
-
-            async def working(base: str = base) -> bool:
-                listed = await rpc(http, base, "ListTasks", {"contextId": "c-cancel"})
-                tasks = listed["result"].get("tasks", [])
-                return bool(tasks) and tasks[0]["status"]["state"] == "TASK_STATE_WORKING"
-
-            await eventually(working, "the task works past the grace")
-            listed = await rpc(http, base, "ListTasks", {"contextId": "c-cancel"})
-            task_id = listed["result"]["tasks"][0]["id"]
+            reply, task_id = await posted_past_grace(http, base, "wait g1 never", "c-cancel")
             canceled = await rpc(http, base, "CancelTask", {"id": task_id})
             answered = (await reply).json()
             found = await rpc(http, base, "GetTask", {"id": task_id})
@@ -161,17 +159,7 @@ async def test_a_message_naming_the_running_task_waits_behind_its_turn_alike() -
     async with delegating_pair(message_grace=0.1) as (http, bases):
         seen = []
         for base, runner in bases:
-            first = asyncio.ensure_future(
-                http.post(base + "/", content=send("wait g2 first", "c-next"), headers=V1)
-            )
-
-            async def started(base: str = base) -> bool:
-                listed = await rpc(http, base, "ListTasks", {"contextId": "c-next"})
-                return bool(listed["result"].get("tasks"))
-
-            await eventually(started, "the first turn's task exists")
-            listed = await rpc(http, base, "ListTasks", {"contextId": "c-next"})
-            task_id = listed["result"]["tasks"][0]["id"]
+            first, task_id = await posted_past_grace(http, base, "wait g2 first", "c-next")
             message = {"role": "ROLE_USER", "messageId": "b-2", "taskId": task_id}
             message["parts"] = [{"text": "quick second"}]
             second = asyncio.ensure_future(
@@ -193,16 +181,22 @@ async def test_a_message_naming_the_running_task_waits_behind_its_turn_alike() -
     assert found["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
-async def test_a_model_that_raises_after_delegating_fails_alike(runs: list[StreamRun]) -> None:
+async def answered_alike(text: str, context_id: str) -> tuple[Any, Any]:
+    """The (equal) answers of both exposures to one send, and their tasks of the context."""
     async with delegating_pair() as (http, bases):
         seen = []
         for base, _runner in bases:
-            reply = await http.post(base + "/", content=send("raise now", "c-raise"), headers=V1)
-            listed = await rpc(http, base, "ListTasks", {"contextId": "c-raise"})
+            reply = await http.post(base + "/", content=send(text, context_id), headers=V1)
+            listed = await rpc(http, base, "ListTasks", {"contextId": context_id})
             seen.append((reply.status_code, normalised(reply.json()), normalised(listed)))
-    assert len(runs) == 1
     assert seen[0] == seen[1]
-    _, answer, listed = seen[0]
+    assert seen[0][0] == 200
+    return seen[0][1], seen[0][2]
+
+
+async def test_a_model_that_raises_after_delegating_fails_alike(runs: list[StreamRun]) -> None:
+    answer, listed = await answered_alike("raise now", "c-raise")
+    assert len(runs) == 1
     assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_FAILED", answer
     assert listed["result"]["tasks"][0]["status"]["state"] == "TASK_STATE_FAILED"
 
@@ -214,15 +208,8 @@ async def test_an_executor_that_raises_fails_the_blocking_send_alike(
         raise RuntimeError("the publisher broke")
 
     monkeypatch.setattr(TurnPublisher, "_end", broken_end)
-    async with delegating_pair() as (http, bases):
-        seen = []
-        for base, _runner in bases:
-            reply = await http.post(base + "/", content=send("delegate x", "c-broken"), headers=V1)
-            listed = await rpc(http, base, "ListTasks", {"contextId": "c-broken"})
-            seen.append((reply.status_code, normalised(reply.json()), normalised(listed)))
+    answer, listed = await answered_alike("delegate x", "c-broken")
     assert len(runs) == 1
-    assert seen[0] == seen[1]
-    _, answer, listed = seen[0]
     assert "error" in answer, answer
     assert listed["result"]["tasks"][0]["status"]["state"] == "TASK_STATE_FAILED"
 
@@ -230,16 +217,8 @@ async def test_an_executor_that_raises_fails_the_blocking_send_alike(
 async def test_a_client_that_goes_away_leaves_the_turn_to_end_and_be_stored() -> None:
     async with delegating_pair(message_grace=0.1) as (http, bases):
         fast, runner = bases[0]
-        reply = asyncio.ensure_future(
-            http.post(fast + "/", content=send("wait g3 done", "c-gone"), headers=V1)
-        )
+        reply, _ = await posted_past_grace(http, fast, "wait g3 done", "c-gone")
         await wait_for(runner.started["g3"])
-
-        async def working() -> bool:
-            listed = await rpc(http, fast, "ListTasks", {"contextId": "c-gone"})
-            return bool(listed["result"].get("tasks"))
-
-        await eventually(working, "the task works past the grace")
         reply.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reply
