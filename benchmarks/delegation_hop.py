@@ -11,7 +11,12 @@ Two ``mas-ctl serve`` processes on 127.0.0.1, in the same run:
 new session per request) either to ``remote`` directly or to ``entry``, which sends it on
 to ``remote`` and back; alternating, round after round, at 1 and at 32 concurrent
 connections (sessions). Printed: p50/p99 of both and the difference (the hop: the entry's
-turn, its outbound client call, the remote's answer back), and the ratio of throughputs::
+turn, its outbound client call, the remote's answer back), the ratio of throughputs, and
+per run the CPU milliseconds each process spent per request and the shares of the run's
+wall time the entry was on a CPU and waiting in the run queue for one
+(``/proc/PID/schedstat``): when they add up to about 100% the entry is CPU-bound (its
+requests queue for the CPU, not for a lock or a peer); well below, they wait on something
+else::
 
     .venv/bin/python benchmarks/delegation_hop.py [--duration 8] [--rounds 3] [--http-only]
 """
@@ -24,6 +29,9 @@ import os
 import statistics
 import sys
 import tempfile
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -67,6 +75,38 @@ def med(runs: list[Run], attr: str) -> float:
     return statistics.median(getattr(r, attr) for r in runs)
 
 
+def scheduled_ns(pid: int) -> tuple[int, int]:
+    """Nanoseconds ``pid`` ran on a CPU and waited in the run queue (Linux schedstat)."""
+    try:
+        ran, waited, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
+    except (OSError, ValueError):
+        return 0, 0  # not Linux, or schedstat off: the figures print as 0
+    return int(ran), int(waited)
+
+
+@dataclass
+class Usage:
+    """What a run cost the processes: CPU ms per request, and the entry's busy share."""
+
+    cpu_ms: dict[str, float]
+    entry_on_cpu: float  # share of the wall time the entry ran on a CPU
+    entry_waiting: float  # ... and waited in the run queue for one
+
+
+async def measured(
+    servers: dict[str, Server], work: Awaitable[Run], duration: float
+) -> tuple[Run, Usage]:
+    before = {name: scheduled_ns(s.process.pid) for name, s in servers.items()}
+    started = time.perf_counter()
+    run = await work
+    wall = time.perf_counter() - started
+    after = {name: scheduled_ns(s.process.pid) for name, s in servers.items()}
+    requests = max(run.rate * duration, 1.0)
+    cpu = {name: (after[name][0] - before[name][0]) / 1e6 / requests for name in servers}
+    ran, waited = (a - b for a, b in zip(after["entry"], before["entry"], strict=True))
+    return run, Usage(cpu, ran / 1e9 / wall, waited / 1e9 / wall)
+
+
 async def main(args: argparse.Namespace) -> int:
     wrk = ensure_wrk()
     errors = 0
@@ -91,15 +131,21 @@ async def main(args: argparse.Namespace) -> int:
                 await run_wrk(wrk, script, url, 2)
             for connections in args.connections:
                 series: dict[str, list[Run]] = {name: [] for name in targets}
+                cpu_ms: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
                 for index in range(args.rounds):
                     order = list(targets) if index % 2 == 0 else list(reversed(targets))
                     for name in order:
-                        run = await run_wrk(wrk, script, targets[name], args.duration, connections)
+                        work = run_wrk(wrk, script, targets[name], args.duration, connections)
+                        run, usage = await measured(servers, work, args.duration)
                         series[name].append(run)
+                        cpu_ms[name].append(usage.cpu_ms)
                         errors += run.errors
                         print(
                             f"c={connections} round {index + 1} {name:>6}: {run.rate:8.1f} req/s "
-                            f"p50 {run.p50:7.2f} ms p99 {run.p99:7.2f} ms errors {run.errors}",
+                            f"p50 {run.p50:7.2f} ms p99 {run.p99:7.2f} ms errors {run.errors}; "
+                            f"cpu ms/request remote {usage.cpu_ms['remote']:.2f} "
+                            f"entry {usage.cpu_ms['entry']:.2f}; entry on a CPU "
+                            f"{usage.entry_on_cpu:.0%}, waiting for one {usage.entry_waiting:.0%}",
                             flush=True,
                         )
                 direct, hop = series["direct"], series["hop"]
@@ -110,7 +156,12 @@ async def main(args: argparse.Namespace) -> int:
                     f"  added by the hop: p50 {med(hop, 'p50') - med(direct, 'p50'):+.2f} ms, "
                     f"p99 {med(hop, 'p99') - med(direct, 'p99'):+.2f} ms; throughput "
                     f"hop/direct {med(hop, 'rate') / med(direct, 'rate'):.2f}x "
-                    f"(load average {os.getloadavg()[0]:.1f})\n",
+                    f"(load average {os.getloadavg()[0]:.1f})\n"
+                    f"  cpu ms/request of a hop: entry "
+                    f"{statistics.median(c['entry'] for c in cpu_ms['hop']):.2f} + remote "
+                    f"{statistics.median(c['remote'] for c in cpu_ms['hop']):.2f}; of a direct "
+                    f"call: remote {statistics.median(c['remote'] for c in cpu_ms['direct']):.2f}"
+                    "\n",
                     flush=True,
                 )
         finally:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
 from a2a_support import STEP, Served, serve_agent
 from fast_path_support import exposure
+
+from library_ioa.plugins.a2a.server.fast_stream import StreamRun
 
 
 @pytest.fixture
@@ -25,3 +28,17 @@ async def pair() -> AsyncIterator[tuple[httpx.AsyncClient, str, str]]:
         httpx.AsyncClient(timeout=STEP) as http,
     ):
         yield http, fast, sdk
+
+
+@pytest.fixture
+def runs(monkeypatch: pytest.MonkeyPatch) -> list[StreamRun]:
+    """Every StreamRun started: proof that the fast exposure took the fast path."""
+    started: list[StreamRun] = []
+    start = StreamRun.start
+
+    def counted(run: StreamRun, requester: Any) -> None:
+        started.append(run)
+        start(run, requester)
+
+    monkeypatch.setattr(StreamRun, "start", counted)
+    return started

@@ -117,20 +117,6 @@ def task_id_of(frame: str) -> str:
     return str(result["task"]["id"] if "task" in result else result["statusUpdate"]["taskId"])
 
 
-@pytest.fixture
-def runs(monkeypatch: pytest.MonkeyPatch) -> list[StreamRun]:
-    """Every StreamRun started: proof that the fast exposure took the fast path."""
-    started: list[StreamRun] = []
-    start = StreamRun.start
-
-    def counted(run: StreamRun, requester: Any) -> None:
-        started.append(run)
-        start(run, requester)
-
-    monkeypatch.setattr(StreamRun, "start", counted)
-    return started
-
-
 @pytest.mark.parametrize(
     "text",
     [

@@ -129,6 +129,9 @@ class A2AAgentComm(AgentCommContract):
         return self._binding
 
     async def _connect(self) -> Client:
+        client = self._client
+        if client is not None:  # connected: concurrent sends never queue on the lock
+            return client
         async with self._lock:
             if self._closed:
                 raise PeerUnavailable(f"peer {self.url}: the A2A client is closed")

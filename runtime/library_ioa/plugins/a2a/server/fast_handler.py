@@ -12,18 +12,23 @@ runs the turn on the mailbox itself and waits up to the executor's ``message_gra
 - the turn ends ``completed`` with text only: the answer is the same one ``Message`` the
   executor would publish (a new ``messageId``, the request's ``contextId`` or a generated
   one, one text part, no ``taskId``); as with the SDK, no task is stored;
-- anything else (the grace runs out, an artifact, a delegation, another end, a full
-  mailbox): the request goes to the SDK's handler with the ticket already taken, so the
-  executor publishes the turn's events exactly as it would have (the task, its updates,
-  the store, push, cancel, resubscribe), without running the turn twice.
+- anything else (the grace runs out, an artifact, a delegation, another end): the turn,
+  its ticket already taken, runs on a
+  :class:`~library_ioa.plugins.a2a.server.fast_stream.StreamRun` (below) instead of the
+  SDK's ``ActiveTask``, so the executor publishes its events exactly as it would have (the
+  task, its updates, the store, push, cancel, resubscribe) without running the turn twice,
+  and the answer is what the SDK's blocking send answers: the task once it is in a
+  terminal or interrupted state (with the request's history length);
+- a full mailbox: the request goes to the SDK's handler, whose executor fails the task.
 
 A streaming send of a new task with the same conditions (and the streaming capability)
-runs on a :class:`~library_ioa.plugins.a2a.server.fast_stream.StreamRun` instead of an
-``ActiveTask``: the same events, stores, pushes and errors (see that module). While it
-runs, this handler answers ``CancelTask`` and ``SubscribeToTask`` of its task from it, and
-queues a message naming its task behind its turn as the SDK would; once it ends, those are
-the SDK's again. :meth:`FastSendHandler.message_stream_batches` gives the events that are
-ready together in one list, which the JSON-RPC route writes as one chunk.
+runs on a :class:`~library_ioa.plugins.a2a.server.fast_stream.StreamRun` too: the same
+events, stores, pushes and errors as an ``ActiveTask`` (see that module). While a run
+(streamed or blocking) goes on, this handler answers ``CancelTask`` and ``SubscribeToTask``
+of its task from it, and queues a message naming its task behind its turn as the SDK
+would; once it ends, those are the SDK's again.
+:meth:`FastSendHandler.message_stream_batches` gives the events that are ready together
+in one list, which the JSON-RPC route writes as one chunk.
 
 Every other request (a message on an existing task, ``returnImmediately``, a push
 configuration, every other method) is the SDK's handler unchanged. Validation runs in the
@@ -52,6 +57,7 @@ from a2a.types import (
     SubscribeToTaskRequest,
     Task,
     TaskState,
+    TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import (
     InternalError,
@@ -206,7 +212,37 @@ class FastSendHandler(CountingRequestHandler):
         if isinstance(answer, Message):
             return answer
         context.state[ADOPTED_STATE] = AdoptedTurn(task_id, context_id, answer)
-        return await DefaultRequestHandler.on_message_send(self, params, context)
+        return await self._blocking_run(params, context)
+
+    async def _blocking_run(self, params: SendMessageRequest, context: Any) -> Task:
+        """The SDK's blocking ``on_message_send`` of the adopted turn, on a :class:`StreamRun`.
+
+        As the SDK: the answer is the task once it is in a terminal or interrupted state
+        (after FAILED the run is read to its end, so a failure of the executor surfaces),
+        else the task as stored when the run ends; with the request's history length.
+        """
+        run, requester = await self._start_run(params, context)
+        result: Task | None = None
+        try:
+            while batch := await requester.batch():
+                if any(_state_of(event) in _BLOCKING_ENDS for event in batch):
+                    result = await run.current_task()
+                    if result is not None and result.status.state != TaskState.TASK_STATE_FAILED:
+                        break
+        finally:
+            run.leave(requester)
+        if result is None:
+            result = await run.current_task()
+        if result is None:
+            raise InternalError
+        if result.id != run.task_id:  # the SDK's _validate_task_id_match, without its span
+            logger.error(
+                "Agent generated task_id=%s does not match the RequestContext task_id=%s.",
+                result.id,
+                run.task_id,
+            )
+            raise InternalError(message="Task ID mismatch in agent response")
+        return apply_history_length(result, params.configuration)
 
     async def _quick_answer(
         self, ticket: Any, task_id: str, context_id: str
@@ -278,6 +314,24 @@ class FastSendHandler(CountingRequestHandler):
         validate_history_length(params.configuration)
         if self._validate_input_modes:
             validate_input_modes(params.message, self._agent_card)
+        run, requester = await self._start_run(params, context)
+        task_id = run.task_id
+        configuration = params.configuration
+        try:
+            while batch := await requester.batch():
+                for index, event in enumerate(batch):
+                    if isinstance(event, Task):
+                        if event.id != task_id:
+                            raise InternalError(message="Task ID mismatch in agent response")
+                        batch[index] = apply_history_length(event, configuration)
+                yield batch
+        finally:
+            run.leave(requester)
+
+    async def _start_run(
+        self, params: SendMessageRequest, context: Any
+    ) -> tuple[StreamRun, Listener]:
+        """A running :class:`StreamRun` of the new task, and its requester's listener."""
         request = await self._request_context_builder.build(
             params=params,
             task_id=None,
@@ -293,23 +347,12 @@ class FastSendHandler(CountingRequestHandler):
             request=request,
             park=self._park,
         )
-        task_id = run.task_id
         requester = Listener()
-        self._runs[task_id] = run
+        self._runs[run.task_id] = run
         run.start(requester)
         assert run.runner is not None
         run.runner.add_done_callback(lambda _: self._forget(run))
-        configuration = params.configuration
-        try:
-            while batch := await requester.batch():
-                for index, event in enumerate(batch):
-                    if isinstance(event, Task):
-                        if event.id != task_id:
-                            raise InternalError(message="Task ID mismatch in agent response")
-                        batch[index] = apply_history_length(event, configuration)
-                yield batch
-        finally:
-            run.leave(requester)
+        return run, requester
 
     def _forget(self, run: StreamRun) -> None:
         if self._runs.get(run.task_id) is run:
@@ -413,6 +456,18 @@ class FastSendHandler(CountingRequestHandler):
         runs = list(self._runs.values())
         await asyncio.gather(*(run.aclose() for run in runs), return_exceptions=True)
         await super().aclose()
+
+
+_BLOCKING_ENDS = TERMINAL_STATES | INTERRUPTED_STATES
+
+
+def _state_of(event: Event) -> TaskState | None:
+    """The task state an event reports (``None``: an artifact update or a ``Message``)."""
+    if isinstance(event, Task):
+        return event.status.state
+    if isinstance(event, TaskStatusUpdateEvent):
+        return event.status.state
+    return None
 
 
 async def _one_by_one(batches: AsyncGenerator[list[Event], None]) -> AsyncGenerator[Event, None]:
