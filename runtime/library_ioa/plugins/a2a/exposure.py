@@ -77,6 +77,7 @@ from library_ioa.plugins.a2a.server.executor import (
 from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
 from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
 from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck
+from library_ioa.plugins.a2a.server.hot_lane import hot_lane
 from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
@@ -194,12 +195,13 @@ class A2AExposure:
         if metrics_registries is not None:
             routes.append(metrics_route(metrics_registries))
         routes += create_agent_card_routes(self.card)
-        routes += (create_fast_jsonrpc_routes if fast_send else create_jsonrpc_routes)(
+        rpc_routes = (create_fast_jsonrpc_routes if fast_send else create_jsonrpc_routes)(
             self.handler,
             "/",
             enable_v0_3_compat=compat_0_3,
             shutdown_grace_period=drain_timeout,
         )
+        routes += rpc_routes
         routes += create_rest_routes(
             self.handler,
             enable_v0_3_compat=compat_0_3,
@@ -214,6 +216,10 @@ class A2AExposure:
             self.app, max_body_bytes=endpoint.a2a.max_body_bytes, compat_0_3=compat_0_3
         )
         corrected: Any = HttpCorrections(limited, rpc_path="/", rest_prefix=REST_PATH)
+        # The hot JSON-RPC sends skip the layers above when they would pass (server/hot_lane.py).
+        corrected = hot_lane(
+            corrected, rpc_routes, rpc_path="/", max_body_bytes=endpoint.a2a.max_body_bytes
+        )
         if authenticator is not None:  # outermost: no body is read before authentication
             corrected = HttpAuth(corrected, authenticator)
         if tracing.on():  # the request's span, around everything (server/tracing.py)

@@ -1,8 +1,9 @@
 """Cheaper equivalents of two SDK steps on the hot path, each falling back to the SDK's own.
 
 - :func:`parse_plain_send`: the ``SendMessageRequest`` of the common JSON-RPC params shape
-  (one message with ``role``, ``messageId``, optional ``contextId`` and text parts, nothing
-  else), built directly; ``None`` for anything else, which the caller then reads with
+  (one message with a ``role`` other than unspecified, a non-empty ``messageId``, optional
+  ``contextId`` and one or more text parts, nothing else: every REQUIRED field set), built
+  directly; ``None`` for anything else, which the caller then reads with
   protobuf's ``ParseDict`` as the SDK does. For the shape it accepts it builds exactly what
   ``ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)`` builds.
 - :func:`plain_message_dict`: ``MessageToDict`` of a ``Message`` holding only ids, a role
@@ -42,6 +43,7 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message as ProtoMessage
 
 __all__ = [
+    "PLAIN_SEND_STATE",
     "has_required_fields",
     "message_dict",
     "parse_plain_send",
@@ -50,7 +52,11 @@ __all__ = [
 ]
 
 _MESSAGE_KEYS = frozenset({"role", "messageId", "contextId", "parts"})
-_ROLES = frozenset(Role.keys())
+_ROLES = frozenset(Role.keys()) - {"ROLE_UNSPECIFIED"}
+
+# Set in a call context's state when its request came from parse_plain_send, which takes
+# only requests whose every REQUIRED field is set: the handler skips has_required_fields.
+PLAIN_SEND_STATE = "mas.plain_send"
 
 
 def parse_plain_send(params: dict[str, Any]) -> SendMessageRequest | None:
@@ -66,10 +72,12 @@ def parse_plain_send(params: dict[str, Any]) -> SendMessageRequest | None:
         type(role) is not str
         or role not in _ROLES
         or type(message_id) is not str
+        or not message_id
         or type(context_id) is not str
         or type(parts) is not list
+        or not parts
     ):
-        return None
+        return None  # ParseDict's, and the required-field check's, to handle
     texts: list[str] = []
     for part in parts:
         if type(part) is not dict or part.keys() != {"text"} or type(part["text"]) is not str:
@@ -147,6 +155,7 @@ class _Out:
 
 
 _OUT_PLANS: dict[FieldDescriptor, _Out | None] = {}
+_UNPLANNED: Any = object()
 
 
 def _out_plan(field: FieldDescriptor) -> _Out | None:
@@ -177,7 +186,9 @@ def message_dict(message: ProtoMessage) -> dict[str, Any] | None:
     """``MessageToDict(message)`` when every field is of a plain kind, else ``None``."""
     out: dict[str, Any] = {}
     for field, value in message.ListFields():
-        plan = _OUT_PLANS.get(field) if field in _OUT_PLANS else _out_plan(field)
+        plan = _OUT_PLANS.get(field, _UNPLANNED)
+        if plan is _UNPLANNED:
+            plan = _out_plan(field)
         if plan is None:
             return None
         kind = plan.kind

@@ -69,7 +69,7 @@ from a2a.utils.input_mode_validator import validate_input_modes
 from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import apply_history_length, validate_history_length
 
-from library_ioa.plugins.a2a.server.codec import has_required_fields
+from library_ioa.plugins.a2a.server.codec import PLAIN_SEND_STATE, has_required_fields
 from library_ioa.plugins.a2a.server.executor import (
     ADOPTED_STATE,
     STREAMING_STATE,
@@ -189,7 +189,7 @@ class FastSendHandler(CountingRequestHandler):
 
     async def _send(self, params: SendMessageRequest, context: Any) -> Any:
         # The SDK's checks, in its order (validate_request_params, then _setup_active_task).
-        if not has_required_fields(params):
+        if not context.state.get(PLAIN_SEND_STATE) and not has_required_fields(params):
             validate_proto_required_fields(params)  # raises the SDK's own error
         validate_history_length(params.configuration)
         if self._validate_input_modes:
@@ -309,7 +309,7 @@ class FastSendHandler(CountingRequestHandler):
         self, params: SendMessageRequest, context: Any
     ) -> AsyncGenerator[list[Event], None]:
         # The SDK's checks, in its order (validate_request_params, then _setup_active_task).
-        if not has_required_fields(params):
+        if not context.state.get(PLAIN_SEND_STATE) and not has_required_fields(params):
             validate_proto_required_fields(params)  # raises the SDK's own error
         validate_history_length(params.configuration)
         if self._validate_input_modes:

@@ -32,30 +32,35 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import a2a.client  # noqa: F401  # first: see library_ioa.plugins.a2a.__init__
 import orjson
+from a2a.auth.user import UnauthenticatedUser
+from a2a.extensions.common import HTTP_EXTENSION_HEADER, get_requested_extensions
+from a2a.server.context import ServerCallContext
 from a2a.server.jsonrpc_models import InternalError
 from a2a.server.request_handlers import RequestHandler, build_error_response
 from a2a.server.routes.common import (
     DefaultServerCallContextBuilder,
     ServerCallContextBuilder,
+    StarletteUser,
     create_event_source_response,
 )
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import SendMessageRequest, SendMessageResponse, Task
-from a2a.utils import json_utils
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict, ParseDict
 from jsonrpc.jsonrpc2 import JSONRPC20Response  # type: ignore[import-untyped]
+from sse_starlette import EventSourceResponse
 from sse_starlette.event import ensure_bytes
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from library_ioa.plugins.a2a.server.codec import (
+    PLAIN_SEND_STATE,
     parse_plain_send,
     plain_message_dict,
     stream_response_dict,
@@ -63,7 +68,13 @@ from library_ioa.plugins.a2a.server.codec import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["create_fast_jsonrpc_routes", "fast_request"]
+__all__ = [
+    "FastJsonRpcEndpoint",
+    "create_fast_jsonrpc_routes",
+    "fast_endpoint",
+    "fast_request",
+    "hot_body",
+]
 
 HOT_METHOD = "SendMessage"
 STREAM_METHOD = "SendStreamingMessage"
@@ -77,6 +88,11 @@ def fast_request(request: Request, body: bytes) -> tuple[str | int, str, dict[st
     """``(id, method, params)`` when ``body`` is plainly one 1.0 hot request, else ``None``."""
     if request.headers.getlist("a2a-version") != [HOT_VERSION]:
         return None
+    return hot_body(body)
+
+
+def hot_body(body: bytes) -> tuple[str | int, str, dict[str, Any]] | None:
+    """``(id, method, params)`` when ``body`` is plainly one hot JSON-RPC request, else ``None``."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -101,6 +117,17 @@ def render(content: Any) -> bytes:
     ).encode("utf-8")
 
 
+def render_plain(content: dict[str, Any]) -> bytes:
+    """:func:`render` of content holding only strings, integers, lists and dicts (no float,
+    whose text orjson writes differently), by orjson: the same bytes, a fraction of the
+    time (``tests/unit/test_a2a_codec.py`` compares them); an integer past 64 bits goes
+    to :func:`render`."""
+    try:
+        return orjson.dumps(content)
+    except orjson.JSONEncodeError:
+        return render(content)
+
+
 class FastJsonRpcEndpoint:
     """The route's endpoint: the hot request directly, anything else through the SDK."""
 
@@ -115,6 +142,10 @@ class FastJsonRpcEndpoint:
         self._dispatcher = dispatcher
         self._context_builder = context_builder
         self._shutdown_grace_period = shutdown_grace_period
+        # The SDK's builder, built faster (default_call_context); any other is called.
+        self._default_context = type(context_builder) is DefaultServerCallContextBuilder
+        # The SDK's own checks of the grace period (and of sse-starlette), once.
+        create_event_source_response(iter(()), shutdown_grace_period=shutdown_grace_period)
         # The handler's batched stream (FastSendHandler.message_stream_batches), if it has one.
         self._batches: Callable[[Any, Any], AsyncGenerator[list[Any], None]] | None = getattr(
             request_handler, "message_stream_batches", None
@@ -123,19 +154,31 @@ class FastJsonRpcEndpoint:
     async def handle(self, request: Request) -> Response:
         """Answer one JSON-RPC POST."""
         hot = fast_request(request, await request.body())
-        if hot is None:
+        answer = None if hot is None else await self.answer(request, *hot)
+        if answer is None:
             return await self._dispatcher.handle_requests(request)
-        request_id, method, params = hot
+        return answer
+
+    async def answer(
+        self, request: Request, request_id: str | int, method: str, params: dict[str, Any]
+    ) -> Response | None:
+        """The answer to one hot request, or ``None`` for the SDK's dispatcher to give."""
         if method == STREAM_METHOD and self._batches is None:
-            return await self._dispatcher.handle_requests(request)
-        try:
-            send = parse_plain_send(params) or ParseDict(
-                params, SendMessageRequest(), ignore_unknown_fields=True
-            )
-        except Exception:
-            return await self._dispatcher.handle_requests(request)  # the SDK's own error
-        call_context = self._context_builder.build(request)
+            return None
+        send = parse_plain_send(params)
+        checked = send is not None
+        if send is None:
+            try:
+                send = ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)
+            except Exception:
+                return None  # the SDK's own error
+        if self._default_context:
+            call_context = default_call_context(request)
+        else:
+            call_context = self._context_builder.build(request)
         call_context.tenant = send.tenant
+        if checked:  # every required field is there (codec.parse_plain_send)
+            call_context.state[PLAIN_SEND_STATE] = True
         call_context.state["method"] = method
         call_context.state["request_id"] = request_id
         if method == STREAM_METHOD:
@@ -145,7 +188,8 @@ class FastJsonRpcEndpoint:
             if isinstance(answer, Task):
                 result = MessageToDict(SendMessageResponse(task=answer))
             elif (plain := plain_message_dict(answer)) is not None:
-                result = {"message": plain}
+                body = {"result": {"message": plain}, "id": request_id, "jsonrpc": "2.0"}
+                return Response(render_plain(body), media_type=JSON)
             else:
                 result = MessageToDict(SendMessageResponse(message=answer))
             content = JSONRPC20Response(result=result, _id=request_id).data
@@ -154,7 +198,7 @@ class FastJsonRpcEndpoint:
         except Exception as exc:
             logger.exception("SendMessage %r failed", request_id)
             content = build_error_response(request_id, InternalError(message=str(exc)))
-        return Response(render(content), media_type="application/json")
+        return Response(render(content), media_type=JSON)
 
     async def _stream(
         self, request_id: str | int, send: SendMessageRequest, context: Any
@@ -173,14 +217,43 @@ class FastJsonRpcEndpoint:
             logger.exception("SendStreamingMessage %r failed", request_id)
             error = InternalError(message=str(exc))
             return Response(render(build_error_response(request_id, error)), media_type=JSON)
-        return create_event_source_response(
-            _frames(request_id, first, batches), shutdown_grace_period=self._shutdown_grace_period
-        )
+        frames = _frames(request_id, first, batches)
+        if self._shutdown_grace_period:  # create_event_source_response, its check done once
+            return EventSourceResponse(frames, shutdown_grace_period=self._shutdown_grace_period)
+        return EventSourceResponse(frames)
+
+
+def default_call_context(request: Request) -> ServerCallContext:
+    """What ``DefaultServerCallContextBuilder.build(request)`` builds, from the raw headers:
+    the same user, state (``auth``, then every header's first value by its lowercase name,
+    as ``dict(request.headers)``) and requested extensions."""
+    scope = request.scope
+    headers: dict[str, str] = {}
+    extensions: list[str] = []
+    for key, value in scope["headers"]:
+        name, text = key.decode("latin-1"), value.decode("latin-1")
+        headers.setdefault(name, text)
+        if name == _EXTENSIONS:
+            extensions.append(text)
+    state: dict[str, Any] = {}
+    if "auth" in scope:
+        state["auth"] = request.auth
+    state["headers"] = headers
+    return ServerCallContext(
+        user=StarletteUser(request.user) if "user" in scope else UnauthenticatedUser(),
+        state=state,
+        requested_extensions=get_requested_extensions(extensions),
+    )
+
+
+_EXTENSIONS = HTTP_EXTENSION_HEADER.lower()
+# json_utils.dumps is json.dumps(obj, ensure_ascii=False): this encoder, made once.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def frame(item: dict[str, Any]) -> bytes:
     """The SSE bytes sse-starlette writes for one item of the dispatcher's stream."""
-    data = json_utils.dumps(item)
+    data = _ENCODER.encode(item)
     if "\r" in data or "\n" in data:  # never for JSON without indent; the library's way
         event = {"data": data, "event": "error"} if "error" in item else {"data": data}
         return ensure_bytes(event, "\r\n")
@@ -229,3 +302,12 @@ def create_fast_jsonrpc_routes(
     )
     endpoint = FastJsonRpcEndpoint(request_handler, dispatcher, builder, shutdown_grace_period)
     return [Route(path=rpc_url, endpoint=endpoint.handle, methods=["POST"])]
+
+
+def fast_endpoint(routes: Sequence[BaseRoute]) -> FastJsonRpcEndpoint | None:
+    """The fast endpoint behind the routes :func:`create_fast_jsonrpc_routes` made, if any."""
+    for route in routes:
+        owner = getattr(getattr(route, "endpoint", None), "__self__", None)
+        if isinstance(owner, FastJsonRpcEndpoint):
+            return owner
+    return None

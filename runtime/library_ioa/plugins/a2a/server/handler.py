@@ -36,6 +36,9 @@ class CountingRequestHandler(DefaultRequestHandler):
         super().__init__(*args, **kwargs)
         self.agent_id = agent_id
         self.anonymous_push_create = anonymous_push_create
+        # The metric children by labels: ``labels()`` takes a lock and builds a key each time.
+        self._counters: dict[tuple[str, str, str], Any] = {}
+        self._timers: dict[str, Any] = {}
 
     async def _unary(
         self, method: str, call: Awaitable[T], context: Any = None, params: Any = None
@@ -54,8 +57,15 @@ class CountingRequestHandler(DefaultRequestHandler):
     ) -> None:
         seconds = time.perf_counter() - started
         transport = transport_of(context)
-        A2A_REQUESTS.labels(self.agent_id, method, transport, outcome).inc()
-        A2A_REQUEST_SECONDS.labels(self.agent_id, method).observe(seconds)
+        key = (method, transport, outcome)
+        counter = self._counters.get(key)
+        if counter is None:
+            counter = self._counters[key] = A2A_REQUESTS.labels(self.agent_id, *key)
+        counter.inc()
+        timer = self._timers.get(method)
+        if timer is None:
+            timer = self._timers[method] = A2A_REQUEST_SECONDS.labels(self.agent_id, method)
+        timer.observe(seconds)
         request_done(self.agent_id, method, transport, outcome, seconds, params, result)
 
     async def _stream(
