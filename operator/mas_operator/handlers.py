@@ -11,6 +11,10 @@
   the children we manage and of conformance Jobs mark their owner dirty.
 - :func:`resync_loop` reconciles dirty Applications soon (drift repair, readiness) and
   every Application each ``resync`` seconds.
+- A reconcile reads the children of its Application from the watches' indexes
+  (:mod:`mas_operator.indexes`), not with a LIST, and runs in the operator's own worker
+  threads (:data:`RECONCILE_WORKERS`), so a burst of reconciles never queues the Lease
+  renewals, which use the loop's default executor.
 - Both paths share one :class:`~mas_operator.backoff.Retries`: an Application whose last
   reconcile failed is tried again when its backoff is due (the resync loop wakes for it),
   not sooner, whoever asks; a new generation is tried at once. A kopf retry that comes
@@ -20,9 +24,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import logging
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +39,7 @@ from kubernetes.client import ApiException
 
 from mas.infra.models import API_GROUP, API_VERSION, PLURAL
 from mas.telemetry import tracing
+from mas_operator import indexes
 from mas_operator.backoff import (
     Retries,
     describe_delay,
@@ -39,6 +47,7 @@ from mas_operator.backoff import (
     honour_retry_after,
 )
 from mas_operator.children import CHILD_KINDS
+from mas_operator.indexes import ChildIndex
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import MANAGED_BY
@@ -50,6 +59,7 @@ logger = logging.getLogger(__name__)
 
 COALESCE = 0.2
 RESYNC_CONCURRENCY = 4  # Applications reconciled at once by the resync loop
+RECONCILE_WORKERS = 6  # threads running reconciles (the default executor's size on 2 cores)
 
 
 @dataclass
@@ -64,7 +74,9 @@ class OperatorContext:
     written: dict[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
     last_applied: dict[str, Mapping[ChildKey, Applied]] = field(default_factory=dict)
     retries: Retries = field(default_factory=Retries)
+    children: ChildIndex | None = None  # from the first handler kopf calls
     closing: bool = False
+    _workers: ThreadPoolExecutor | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -73,6 +85,21 @@ class OperatorContext:
         ``wait_for`` can swallow a cancellation that races with the event it waits for)."""
         self.closing = True
         self._wake.set()
+        if self._workers is not None:
+            self._workers.shutdown(wait=False, cancel_futures=True)
+
+    def see_indexes(self, kwargs: Mapping[str, Any]) -> None:
+        """Keep the children's indexes kopf passes every handler (once)."""
+        if self.children is None:
+            self.children = ChildIndex.from_kwargs(kwargs)
+
+    async def in_worker(self, call: functools.partial[Outcome]) -> Outcome:
+        """Run ``call`` in one of the reconcile threads (with this task's context)."""
+        if self._workers is None:
+            self._workers = ThreadPoolExecutor(RECONCILE_WORKERS, "reconcile")
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._workers, context.run, call)
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self._locks.setdefault(uid, asyncio.Lock())
@@ -121,6 +148,8 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
             detail = last.message if last is not None else "a recent failure"
             raise RetryNotDue(f"{detail}; retrying in {describe_delay(wait)}", delay=wait)
         planned = ctx.retries.next_delay(uid)
+        # Read on the loop, where kopf updates the indexes; None: the reconcile LISTs them.
+        existing = ctx.children.children_of(uid) if ctx.children is not None else None
         started = time.perf_counter()
         attributes = {
             "k8s.namespace.name": meta.get("namespace"),
@@ -129,12 +158,15 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
         }
         try:
             with tracing.span("reconcile Application", attributes=attributes) as span:
-                outcome = await asyncio.to_thread(
-                    reconcile,
-                    ctx.cluster,
-                    snapshot,
-                    retry_in=planned,
-                    last=ctx.last_applied.get(uid),
+                outcome = await ctx.in_worker(
+                    functools.partial(
+                        reconcile,
+                        ctx.cluster,
+                        snapshot,
+                        retry_in=planned,
+                        last=ctx.last_applied.get(uid),
+                        existing=existing,
+                    )
                 )
                 if span is not None:
                     span.set_attribute("mas.phase", outcome.phase)
@@ -236,12 +268,14 @@ async def _resync_one(ctx: OperatorContext, uid: str, slots: asyncio.Semaphore) 
 def register(registry: kopf.OperatorRegistry) -> None:
     """Register every handler of the operator into ``registry``."""
     resource = (API_GROUP, API_VERSION, PLURAL)
+    indexes.register(registry)
 
     @kopf.on.resume(*resource, id="reconcile", registry=registry)
     @kopf.on.create(*resource, id="reconcile", registry=registry)
     @kopf.on.update(*resource, id="reconcile", registry=registry)
-    async def reconcile_handler(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    async def reconcile_handler(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
         ctx: OperatorContext = memo["ctx"]
+        ctx.see_indexes(kwargs)
         ctx.remember(body)
         try:
             outcome = await run_reconcile(ctx, body)
@@ -257,9 +291,10 @@ def register(registry: kopf.OperatorRegistry) -> None:
 
     @kopf.on.event(*resource, id="track", registry=registry)
     async def track_application(
-        body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any
+        body: kopf.Body, type: str | None, memo: kopf.Memo, **kwargs: Any
     ) -> None:
         ctx: OperatorContext = memo["ctx"]
+        ctx.see_indexes(kwargs)  # before the resync loop can reconcile this Application
         uid = str(body.metadata.uid)
         if type == "DELETED":
             ctx.forget(uid)

@@ -229,6 +229,7 @@ def reconcile(
     *,
     retry_in: float | None = None,
     last: Mapping[ChildKey, Applied] | None = None,
+    existing: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> Outcome:
     """Bring the children of ``body`` to what its spec asks; write its status.
 
@@ -236,17 +237,20 @@ def reconcile(
     retry comes (a server's longer ``Retry-After`` wins, as in the handlers). ``last``: the
     previous reconcile's :attr:`Outcome.last_applied`; a child that is still exactly what it
     left is not applied again, and a status that would not change is not patched.
+    ``existing``: the children of ``body`` by kind, as the operator's watches see them
+    (:meth:`mas_operator.indexes.ChildIndex.children_of`); without it they are listed.
     """
     meta = body["metadata"]
     name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
     generation = meta.get("generation")
-    selector = application_selector(name)
-    existing = {
-        kind.kind: [
-            o for o in cluster.list_children(kind, namespace, selector) if _owned_by(o, uid)
-        ]
-        for kind in CHILD_KINDS
-    }
+    if existing is None:
+        selector = application_selector(name)
+        existing = {
+            kind.kind: [
+                o for o in cluster.list_children(kind, namespace, selector) if _owned_by(o, uid)
+            ]
+            for kind in CHILD_KINDS
+        }
     try:
         plan = plan_application(_document(body), namespace)
     except ApplicationInvalid as error:
