@@ -1,0 +1,82 @@
+"""The operator reads an Application's children from its watches (real kube-apiserver).
+
+A reconcile used to LIST every child kind of its Application; it now reads kopf's indexes
+over the child watches (:mod:`mas_operator.indexes`). These tests run the whole operator
+in-process and count, on the real client, the LISTs of children its reconciles make.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from operator_support import Api, cluster_app, eventually, owned_children, wait_condition
+
+from mas_operator.children import ChildKind
+from mas_operator.kube import Cluster
+from mas_operator.metrics import OperatorMetrics
+
+pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
+
+
+@pytest.fixture
+def api(control_plane: Any, crd_installed: Any, envtest_namespace: str) -> Api:
+    return Api(control_plane.api_client(), envtest_namespace)
+
+
+@pytest.fixture
+def listed(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """The child LISTs every :class:`Cluster` makes, by kind (each still goes to the server)."""
+    counts: Counter[str] = Counter()
+    real = Cluster.list_children
+
+    def counting(
+        self: Cluster, kind: ChildKind, namespace: str, selector: str
+    ) -> list[dict[str, Any]]:
+        counts[kind.kind] += 1
+        return real(self, kind, namespace, selector)
+
+    monkeypatch.setattr(Cluster, "list_children", counting)
+    return counts
+
+
+def reconciles(metrics: OperatorMetrics) -> int:
+    value = 0.0
+    for family in metrics.reconciles.collect():
+        value += sum(s.value for s in family.samples if s.name.endswith("_total"))
+    return int(value)
+
+
+def test_resync_passes_list_no_children(
+    start_operator: Any, api: Api, listed: Counter[str]
+) -> None:
+    op = start_operator(resync=0.5)
+    api.create(cluster_app())
+    wait_condition(api, "desk", "Wired", "True")
+    eventually(lambda: len(api.deployments()) == 2, what="two Deployments")
+    settled = reconciles(op.handle.metrics)
+    eventually(
+        lambda: reconciles(op.handle.metrics) >= settled + 3, what="three more resync passes"
+    )
+    assert dict(listed) == {}
+
+
+def test_a_restarted_operator_sees_the_children_that_exist(start_operator: Any, api: Api) -> None:
+    """It deletes the children the plan dropped while it was down (it has no memory of
+    them but its indexes)."""
+    first = start_operator()
+    uid = api.create(cluster_app())["metadata"]["uid"]
+    eventually(
+        lambda: len(owned_children(api, uid)["NetworkPolicy"]) == 2, what="two NetworkPolicies"
+    )
+    first.stop()
+    doc = cluster_app()
+    doc["spec"]["runtime"] = {"network_policy": {"enabled": False}}
+    api.patch_spec("desk", doc["spec"])
+    start_operator(resync=60.0)  # its start, not a resync, must find them
+    eventually(
+        lambda: owned_children(api, uid)["NetworkPolicy"] == [],
+        what="the NetworkPolicies to be deleted",
+    )
+    assert owned_children(api, uid)["Deployment"] == ["desk-back", "desk-front"]
