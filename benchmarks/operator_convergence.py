@@ -97,6 +97,8 @@ class Result:
     idle_requests: dict[str, int] = field(default_factory=dict)
     idle_rss_mib: float = 0.0
     idle_by_verb: dict[str, int] = field(default_factory=dict)  # apiserver_request_total
+    operator_cpu_s: float = 0.0  # CPU time of the operator until it converged
+    idle_cpu_s: float = 0.0  # and in the idle window
 
 
 def client_of(user_agent: str) -> str:
@@ -145,6 +147,12 @@ def request_totals(cp: ControlPlane) -> Counter[str]:
     return totals
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -187,7 +195,7 @@ def run_operator_scenario(
     resync: float,
     idle: float = 0.0,
     audit_log: Path | None = None,
-) -> tuple[float, float, dict[str, int], float, dict[str, int]]:
+) -> tuple[float, float, dict[str, int], float, dict[str, int], tuple[float, float]]:
     ns = namespace(cp)
     custom = k8s.CustomObjectsApi(cp.api_client())
     apps = k8s.AppsV1Api(cp.api_client())
@@ -247,17 +255,17 @@ def run_operator_scenario(
         every = min(2.0, max(0.25, len(docs) / 500))
         wait_until(converged, 3600, f"convergence (operator log: {log})", every)
         took = time.perf_counter() - started
-        rss = peak_rss_mib(proc.pid)
+        rss, converged_cpu = peak_rss_mib(proc.pid), cpu_s(proc.pid)
         requests: dict[str, int] = {}
         by_verb: dict[str, int] = {}
-        idle_rss = float("nan")
+        idle_rss, idle_cpu = float("nan"), 0.0
         if idle > 0 and audit_log is not None:
             time.sleep(min(10.0, idle))  # the last status writes of the convergence land
-            before = request_totals(cp)
+            before, cpu_before = request_totals(cp), cpu_s(proc.pid)
             since = utc_now()
             time.sleep(idle)  # the benchmark makes no request in this window
             until = utc_now()
-            after = request_totals(cp)
+            after, idle_cpu = request_totals(cp), cpu_s(proc.pid) - cpu_before
             by_verb = {verb: n for verb, n in (after - before).items() if n}
             idle_rss = rss_mib(proc.pid)
             time.sleep(2.0)  # the audit backend flushes
@@ -270,7 +278,7 @@ def run_operator_scenario(
             proc.kill()
             proc.wait(10)
         log_file.close()
-    return took, rss, requests, idle_rss, by_verb
+    return took, rss, requests, idle_rss, by_verb, (converged_cpu, idle_cpu)
 
 
 def run_baseline(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, int]:
@@ -300,7 +308,8 @@ def print_idle(r: Result) -> None:
     writes = sum(n for key, n in r.idle_requests.items() if key.split()[1] in WRITES)
     print(
         f"  idle {r.idle_s:.0f}s: {total} API requests ({writes} writes), operator RSS "
-        f"{r.idle_rss_mib:.1f} MiB at the end; by client, verb, resource:"
+        f"{r.idle_rss_mib:.1f} MiB at the end, operator CPU {r.idle_cpu_s:.2f}s; "
+        "by client, verb, resource:"
     )
     for key, n in sorted(r.idle_requests.items(), key=lambda kv: -kv[1]):
         print(f"    {n:>7}  {key}")
@@ -360,20 +369,20 @@ def main() -> int:
                     continue
                 baseline, objects = run_baseline(cp, docs)
                 log = logs / f"operator-{scenario}-{size}.log"
-                operator, rss, requests, idle_rss, by_verb = run_operator_scenario(
+                operator, rss, requests, idle_rss, by_verb, cpu = run_operator_scenario(
                     cp, docs, log, resync=args.resync, idle=args.idle, audit_log=audit_log
                 )
                 results.append(
                     Result(
                         scenario, size, objects, operator, baseline, rss,
-                        args.idle, requests, idle_rss, by_verb,
+                        args.idle, requests, idle_rss, by_verb, *cpu,
                     )
                 )  # fmt: skip
                 r = results[-1]
                 line = (
                     f"{scenario:>6} N={size:<4} objects={objects:<5} operator={operator:7.2f}s "
                     f"plain-client={baseline:7.2f}s ratio={operator / baseline:5.2f} "
-                    f"operator-peak-rss={rss:6.1f}MiB"
+                    f"operator-peak-rss={rss:6.1f}MiB operator-cpu={cpu[0]:.1f}s"
                 )
                 print(json.dumps(r.__dict__) if args.json else line, flush=True)
                 if args.idle > 0 and not args.json:

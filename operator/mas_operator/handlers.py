@@ -9,8 +9,8 @@
   namespace deletion while the operator is down): Application events keep an in-memory
   copy of each object (and a new ``maslab.io/conformance-run`` marks it dirty); events of
   the children we manage and of conformance Jobs mark their owner dirty.
-- :func:`resync_loop` reconciles dirty Applications soon (drift repair, readiness) and
-  every Application each ``resync`` seconds.
+- :func:`mas_operator.resync.resync_loop` reconciles dirty Applications soon (drift
+  repair, readiness) and every unsettled Application each ``resync`` seconds.
 - A reconcile reads the children of its Application from the watches' indexes
   (:mod:`mas_operator.indexes`), not with a LIST, and runs in the operator's own worker
   threads (:data:`RECONCILE_WORKERS`), so a burst of reconciles never queues the Lease
@@ -51,14 +51,12 @@ from mas_operator.indexes import ChildIndex
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import MANAGED_BY
-from mas_operator.noops import Applied, ChildKey
+from mas_operator.noops import Applied, ChildKey, digest
 from mas_operator.probes import JOB_KIND, conformance_run
 from mas_operator.reconcile import Outcome, reconcile
 
 logger = logging.getLogger(__name__)
 
-COALESCE = 0.2
-RESYNC_CONCURRENCY = 4  # Applications reconciled at once by the resync loop
 RECONCILE_WORKERS = 6  # threads running reconciles (the default executor's size on 2 cores)
 
 
@@ -75,13 +73,14 @@ class OperatorContext:
     last_applied: dict[str, Mapping[ChildKey, Applied]] = field(default_factory=dict)
     retries: Retries = field(default_factory=Retries)
     children: ChildIndex | None = None  # from the first handler kopf calls
+    settled: dict[str, str] = field(default_factory=dict)  # uid: inputs_digest
     closing: bool = False
     _workers: ThreadPoolExecutor | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def close(self) -> None:
-        """Make :func:`resync_loop` return (a flag, not only a cancellation: Python 3.11's
+        """Make the resync loop return (a flag, not only a cancellation: Python 3.11's
         ``wait_for`` can swallow a cancellation that races with the event it waits for)."""
         self.closing = True
         self._wake.set()
@@ -126,8 +125,19 @@ class OperatorContext:
         self._locks.pop(uid, None)
         self.written.pop(uid, None)
         self.last_applied.pop(uid, None)
+        self.settled.pop(uid, None)
         self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
+
+
+def inputs_digest(body: Mapping[str, Any], children: Mapping[str, list[dict[str, Any]]]) -> str:
+    """What a self-contained reconcile reads, by version: the Application and its children."""
+    versions = sorted(
+        (kind, str(o["metadata"].get("name")), str(o["metadata"].get("resourceVersion")))
+        for kind, objs in children.items()
+        for o in objs
+    )
+    return digest({"application": body["metadata"].get("resourceVersion"), "children": versions})
 
 
 class RetryNotDue(kopf.TemporaryError):
@@ -150,6 +160,7 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
         planned = ctx.retries.next_delay(uid)
         # Read on the loop, where kopf updates the indexes; None: the reconcile LISTs them.
         existing = ctx.children.children_of(uid) if ctx.children is not None else None
+        ctx.settled.pop(uid, None)
         started = time.perf_counter()
         attributes = {
             "k8s.namespace.name": meta.get("namespace"),
@@ -189,6 +200,8 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
     if outcome.versions:
         ctx.written[uid] = outcome.versions
         ctx.last_applied[uid] = outcome.last_applied
+    if outcome.self_contained and existing is not None:
+        ctx.settled[uid] = inputs_digest(snapshot, existing)
     for kind, count in outcome.applied.items():
         ctx.metrics.children_applied.labels(kind=kind).inc(count)
     return outcome
@@ -212,57 +225,6 @@ def _retry_later(
     message = f"{detail}; retrying in {describe_delay(delay)} (failure {failing.failures} in a row)"
     logger.warning("Application %s/%s: %s", meta["namespace"], meta["name"], message)
     return kopf.TemporaryError(message, delay=delay)
-
-
-async def resync_loop(ctx: OperatorContext) -> None:
-    """Reconcile dirty Applications soon, all of them every ``ctx.resync`` seconds, and the
-    failing ones when their backoff is due (never before)."""
-    last_full = time.monotonic()
-    slots = asyncio.Semaphore(RESYNC_CONCURRENCY)
-    while not ctx.closing:
-        remaining = max(0.0, ctx.resync - (time.monotonic() - last_full))
-        retry = ctx.retries.next_due()
-        woken = False
-        try:
-            timeout = remaining if retry is None else min(remaining, retry)
-            await asyncio.wait_for(ctx._wake.wait(), timeout=timeout)
-            woken = True
-        except TimeoutError:
-            pass
-        ctx._wake.clear()
-        if woken:
-            await asyncio.sleep(COALESCE)  # let a burst of child events coalesce
-        if ctx.closing:
-            return
-        wanted = set(ctx.dirty) | set(map(str, ctx.retries.failing()))
-        if time.monotonic() - last_full >= ctx.resync:
-            wanted, last_full = wanted | set(ctx.apps), time.monotonic()
-        due = {uid for uid in wanted if ctx.retries.wait(uid) == 0}
-        ctx.dirty -= due  # a dirty Application still backing off stays dirty
-        await asyncio.gather(*(_resync_one(ctx, uid, slots) for uid in sorted(due)))
-
-
-async def _resync_one(ctx: OperatorContext, uid: str, slots: asyncio.Semaphore) -> None:
-    body = ctx.apps.get(uid)
-    if body is None or body["metadata"].get("deletionTimestamp"):
-        ctx.retries.succeeded(uid)  # nothing left to retry
-        return
-    async with slots:
-        meta = body["metadata"]
-        try:
-            await run_reconcile(ctx, body)
-        except RetryNotDue:
-            pass  # another path tried it meanwhile and failed; the loop waits for it
-        except (kopf.PermanentError, kopf.TemporaryError) as exc:
-            logger.warning("resync of %s/%s failed: %s", meta["namespace"], meta["name"], exc)
-        except Exception as exc:  # a bug must not end the loop that repairs every Application
-            logger.exception("resync of %s/%s failed", meta["namespace"], meta["name"])
-            ctx.retries.failed(  # and is not retried at every wake-up either
-                uid,
-                ctx.retries.next_delay(uid),
-                generation=meta.get("generation"),
-                message=f"reconciling failed: {exc!r}",
-            )
 
 
 def register(registry: kopf.OperatorRegistry) -> None:

@@ -44,7 +44,7 @@ from mas_operator.names import (
 )
 from mas_operator.noops import Applied, ChildKey, digest, merge_patch, stamp, unchanged
 from mas_operator.plan import Plan, plan_application
-from mas_operator.probes import sync_conformance, warn_when_not_conformant
+from mas_operator.probes import reads_jobs, sync_conformance, warn_when_not_conformant
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,9 @@ class Outcome:
     deleted: int = 0
     versions: Mapping[tuple[str, str], str] = field(default_factory=dict)
     last_applied: Mapping[ChildKey, Applied] = field(default_factory=dict)
+    # Every input was the Application and its children: no Secret and no conformance Job
+    # was read, so the same Application and children give the same outcome again.
+    self_contained: bool = False
 
     @property
     def stalled(self) -> bool:
@@ -263,11 +266,14 @@ def reconcile(
         seen = Observed(
             generation, _observe_agents(deployments, existing["Service"]), reason, message, kept
         )
-        cluster.patch_status(namespace, name, build_status(seen, body.get("status")))
+        status = build_status(seen, body.get("status"))
+        if _changes(body.get("status"), status):
+            cluster.patch_status(namespace, name, status)
         if _was_stalled(body) != (reason, generation):
             cluster.post_event(body, "Warning", reason, message)
         logger.warning("Application %s/%s is stalled (%s): %s", namespace, name, reason, message)
         return Outcome(phase_of(seen), seen)
+    self_contained = not secret_names(plan) and not reads_jobs(body, plan)
     versions = cluster.secret_versions(namespace, secret_names(plan))
     desired = [owned(m, body) for m in build_children(plan, versions)]
     applied, skipped = _apply_all(
@@ -320,4 +326,6 @@ def reconcile(
     applied_kinds = Counter(key[0] for key, _, _ in pairs if key not in skipped)
     written = {key: str(a["metadata"]["resourceVersion"]) for key, _, a in pairs}
     remembered = {key: Applied(digest(m), stamp(a)) for key, m, a in pairs}
-    return Outcome(phase_of(seen), seen, dict(applied_kinds), deleted, written, remembered)
+    return Outcome(
+        phase_of(seen), seen, dict(applied_kinds), deleted, written, remembered, self_contained
+    )
