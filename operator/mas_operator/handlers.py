@@ -161,6 +161,7 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
         # Read on the loop, where kopf updates the indexes; None: the reconcile LISTs them.
         existing = ctx.children.children_of(uid) if ctx.children is not None else None
         ctx.settled.pop(uid, None)
+        written = ctx.written[uid] = dict(ctx.written.get(uid, {}))  # filled as it applies
         started = time.perf_counter()
         attributes = {
             "k8s.namespace.name": meta.get("namespace"),
@@ -177,6 +178,7 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
                         retry_in=planned,
                         last=ctx.last_applied.get(uid),
                         existing=existing,
+                        written=written,
                     )
                 )
                 if span is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,6 +177,7 @@ def _apply_all(
     summary: str,
     retry_in: float | None,
     last: Mapping[ChildKey, Applied],
+    written: MutableMapping[ChildKey, str] | None,
 ) -> tuple[list[dict[str, Any]], set[ChildKey]]:
     """Apply every child that would change (:mod:`mas_operator.noops`); on an API failure,
     say so in the status (with when it is retried), then re-raise. Returns each child's
@@ -192,7 +193,10 @@ def _apply_all(
             skipped.add(key)
             continue
         try:
-            applied.append(cluster.apply(manifest))
+            result = cluster.apply(manifest)
+            applied.append(result)
+            if written is not None:
+                written[key] = str(result["metadata"]["resourceVersion"])
         except ApiException as exc:
             meta = body["metadata"]
             what = f"applying {manifest['kind']} {manifest['metadata']['name']} failed"
@@ -233,6 +237,7 @@ def reconcile(
     retry_in: float | None = None,
     last: Mapping[ChildKey, Applied] | None = None,
     existing: Mapping[str, list[dict[str, Any]]] | None = None,
+    written: MutableMapping[ChildKey, str] | None = None,
 ) -> Outcome:
     """Bring the children of ``body`` to what its spec asks; write its status.
 
@@ -242,6 +247,8 @@ def reconcile(
     left is not applied again, and a status that would not change is not patched.
     ``existing``: the children of ``body`` by kind, as the operator's watches see them
     (:meth:`mas_operator.indexes.ChildIndex.children_of`); without it they are listed.
+    ``written``: gets each child's resourceVersion as soon as its apply returns, so that the
+    watch event of our own write, often handled before this reconcile ends, is known as ours.
     """
     meta = body["metadata"]
     name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
@@ -285,6 +292,7 @@ def reconcile(
         summary=_wiring_summary(plan),
         retry_in=retry_in,
         last=last or {},
+        written=written,
     )
     wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
     deleted = 0
