@@ -15,7 +15,9 @@ operator's peak RSS (``VmHWM``).
 the benchmark makes no request) and counts, from the API server's audit log, every request
 made in that window by client (user agent) and verb: the steady state at that size,
 including the operator's resync passes (``--resync``, the operator's default 30 s unless
-given). Needs the envtest binaries (``scripts/build-envtest``)::
+given); and, as a cross-check, the growth of the API server's own
+``apiserver_request_total`` by verb over the same window (read from its ``/metrics``
+just before and just after). Needs the envtest binaries (``scripts/build-envtest``)::
 
     .venv/bin/python benchmarks/operator_convergence.py --sizes 10,50,200
     .venv/bin/python benchmarks/operator_convergence.py --sizes 1000 --scenarios apps \
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,6 +45,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import urllib3  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
 from tests.envtest.controlplane import ControlPlane, binaries_available  # noqa: E402
 
@@ -92,6 +96,9 @@ class Result:
     idle_s: float = 0.0
     idle_requests: dict[str, int] = field(default_factory=dict)
     idle_rss_mib: float = 0.0
+    idle_by_verb: dict[str, int] = field(default_factory=dict)  # apiserver_request_total
+    operator_cpu_s: float = 0.0  # CPU time of the operator until it converged
+    idle_cpu_s: float = 0.0  # and in the idle window
 
 
 def client_of(user_agent: str) -> str:
@@ -121,6 +128,31 @@ def count_requests(audit_log: Path, since: str, until: str) -> dict[str, int]:
     return dict(counts)
 
 
+_REQUEST_TOTAL = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+
+
+def request_totals(cp: ControlPlane) -> Counter[str]:
+    """The API server's ``apiserver_request_total``, summed by verb."""
+    api = cp.api_client()
+    response = api.call_api(*api.param_serialize("GET", "/metrics", auth_settings=["BearerToken"]))
+    response.read()
+    totals: Counter[str] = Counter()
+    for line in response.data.decode().splitlines():
+        match = _REQUEST_TOTAL.match(line)
+        if match is None:
+            continue
+        verb = re.search(r'verb="([^"]*)"', match["labels"])
+        totals[verb.group(1) if verb else "?"] += int(float(match["value"]))
+    api.close()
+    return totals
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -132,12 +164,12 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
+def wait_until(check: Callable[[], bool], timeout: float, what: str, every: float = 0.25) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.25)
+        time.sleep(every)
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -163,7 +195,7 @@ def run_operator_scenario(
     resync: float,
     idle: float = 0.0,
     audit_log: Path | None = None,
-) -> tuple[float, float, dict[str, int], float]:
+) -> tuple[float, float, dict[str, int], float, dict[str, int], tuple[float, float]]:
     ns = namespace(cp)
     custom = k8s.CustomObjectsApi(cp.api_client())
     apps = k8s.AppsV1Api(cp.api_client())
@@ -218,16 +250,23 @@ def run_operator_scenario(
                 return False
             return len(apps.list_namespaced_deployment(ns).items) == expected
 
-        wait_until(converged, 1800, f"convergence (operator log: {log})")
+        # Polling is itself load on the API server (a LIST of every Application): at
+        # 1,000 Applications poll every 2 s, a granularity well under 1 % of the time.
+        every = min(2.0, max(0.25, len(docs) / 500))
+        wait_until(converged, 3600, f"convergence (operator log: {log})", every)
         took = time.perf_counter() - started
-        rss = peak_rss_mib(proc.pid)
+        rss, converged_cpu = peak_rss_mib(proc.pid), cpu_s(proc.pid)
         requests: dict[str, int] = {}
-        idle_rss = float("nan")
+        by_verb: dict[str, int] = {}
+        idle_rss, idle_cpu = float("nan"), 0.0
         if idle > 0 and audit_log is not None:
             time.sleep(min(10.0, idle))  # the last status writes of the convergence land
+            before, cpu_before = request_totals(cp), cpu_s(proc.pid)
             since = utc_now()
             time.sleep(idle)  # the benchmark makes no request in this window
             until = utc_now()
+            after, idle_cpu = request_totals(cp), cpu_s(proc.pid) - cpu_before
+            by_verb = {verb: n for verb, n in (after - before).items() if n}
             idle_rss = rss_mib(proc.pid)
             time.sleep(2.0)  # the audit backend flushes
             requests = count_requests(audit_log, since, until)
@@ -239,7 +278,7 @@ def run_operator_scenario(
             proc.kill()
             proc.wait(10)
         log_file.close()
-    return took, rss, requests, idle_rss
+    return took, rss, requests, idle_rss, by_verb, (converged_cpu, idle_cpu)
 
 
 def run_baseline(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, int]:
@@ -248,14 +287,19 @@ def run_baseline(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, i
     manifests = [m for d in docs for m in build_children(plan_application(d, ns), {})]
     started = time.perf_counter()
     for manifest in manifests:
-        for attempt in range(5):  # an overloaded API server answers 429/5xx: try again
+        # An overloaded API server answers 429/5xx or not in time: try again (an apply is
+        # idempotent), as the operator does.
+        for attempt in range(8):
             try:
                 cluster.apply(manifest)
                 break
             except k8s.ApiException as exc:
-                if exc.status not in (429, 500, 503, 504) or attempt == 4:
+                if exc.status not in (429, 500, 503, 504) or attempt == 7:
                     raise
-                time.sleep(1.0 + attempt)
+            except urllib3.exceptions.HTTPError:
+                if attempt == 7:
+                    raise
+            time.sleep(1.0 + attempt)
     return time.perf_counter() - started, len(manifests)
 
 
@@ -264,10 +308,13 @@ def print_idle(r: Result) -> None:
     writes = sum(n for key, n in r.idle_requests.items() if key.split()[1] in WRITES)
     print(
         f"  idle {r.idle_s:.0f}s: {total} API requests ({writes} writes), operator RSS "
-        f"{r.idle_rss_mib:.1f} MiB at the end; by client, verb, resource:"
+        f"{r.idle_rss_mib:.1f} MiB at the end, operator CPU {r.idle_cpu_s:.2f}s; "
+        "by client, verb, resource:"
     )
     for key, n in sorted(r.idle_requests.items(), key=lambda kv: -kv[1]):
         print(f"    {n:>7}  {key}")
+    verbs = ", ".join(f"{verb} {n}" for verb, n in sorted(r.idle_by_verb.items()))
+    print(f"  apiserver_request_total growth by verb: {verbs or 'none'}")
 
 
 def main() -> int:
@@ -322,20 +369,20 @@ def main() -> int:
                     continue
                 baseline, objects = run_baseline(cp, docs)
                 log = logs / f"operator-{scenario}-{size}.log"
-                operator, rss, requests, idle_rss = run_operator_scenario(
+                operator, rss, requests, idle_rss, by_verb, cpu = run_operator_scenario(
                     cp, docs, log, resync=args.resync, idle=args.idle, audit_log=audit_log
                 )
                 results.append(
                     Result(
                         scenario, size, objects, operator, baseline, rss,
-                        args.idle, requests, idle_rss,
+                        args.idle, requests, idle_rss, by_verb, *cpu,
                     )
                 )  # fmt: skip
                 r = results[-1]
                 line = (
                     f"{scenario:>6} N={size:<4} objects={objects:<5} operator={operator:7.2f}s "
                     f"plain-client={baseline:7.2f}s ratio={operator / baseline:5.2f} "
-                    f"operator-peak-rss={rss:6.1f}MiB"
+                    f"operator-peak-rss={rss:6.1f}MiB operator-cpu={cpu[0]:.1f}s"
                 )
                 print(json.dumps(r.__dict__) if args.json else line, flush=True)
                 if args.idle > 0 and not args.json:

@@ -9,8 +9,12 @@
   namespace deletion while the operator is down): Application events keep an in-memory
   copy of each object (and a new ``maslab.io/conformance-run`` marks it dirty); events of
   the children we manage and of conformance Jobs mark their owner dirty.
-- :func:`resync_loop` reconciles dirty Applications soon (drift repair, readiness) and
-  every Application each ``resync`` seconds.
+- :func:`mas_operator.resync.resync_loop` reconciles dirty Applications soon (drift
+  repair, readiness) and every unsettled Application each ``resync`` seconds.
+- A reconcile reads the children of its Application from the watches' indexes
+  (:mod:`mas_operator.indexes`), not with a LIST, and runs in the operator's own worker
+  threads (:data:`RECONCILE_WORKERS`), so a burst of reconciles never queues the Lease
+  renewals, which use the loop's default executor.
 - Both paths share one :class:`~mas_operator.backoff.Retries`: an Application whose last
   reconcile failed is tried again when its backoff is due (the resync loop wakes for it),
   not sooner, whoever asks; a new generation is tried at once. A kopf retry that comes
@@ -20,9 +24,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import logging
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +39,7 @@ from kubernetes.client import ApiException
 
 from mas.infra.models import API_GROUP, API_VERSION, PLURAL
 from mas.telemetry import tracing
+from mas_operator import indexes
 from mas_operator.backoff import (
     Retries,
     describe_delay,
@@ -39,17 +47,17 @@ from mas_operator.backoff import (
     honour_retry_after,
 )
 from mas_operator.children import CHILD_KINDS
+from mas_operator.indexes import ChildIndex
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import MANAGED_BY
-from mas_operator.noops import Applied, ChildKey
+from mas_operator.noops import Applied, ChildKey, digest
 from mas_operator.probes import JOB_KIND, conformance_run
 from mas_operator.reconcile import Outcome, reconcile
 
 logger = logging.getLogger(__name__)
 
-COALESCE = 0.2
-RESYNC_CONCURRENCY = 4  # Applications reconciled at once by the resync loop
+RECONCILE_WORKERS = 6  # threads running reconciles (the default executor's size on 2 cores)
 
 
 @dataclass
@@ -64,15 +72,33 @@ class OperatorContext:
     written: dict[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
     last_applied: dict[str, Mapping[ChildKey, Applied]] = field(default_factory=dict)
     retries: Retries = field(default_factory=Retries)
+    children: ChildIndex | None = None  # from the first handler kopf calls
+    settled: dict[str, str] = field(default_factory=dict)  # uid: inputs_digest
     closing: bool = False
+    _workers: ThreadPoolExecutor | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def close(self) -> None:
-        """Make :func:`resync_loop` return (a flag, not only a cancellation: Python 3.11's
+        """Make the resync loop return (a flag, not only a cancellation: Python 3.11's
         ``wait_for`` can swallow a cancellation that races with the event it waits for)."""
         self.closing = True
         self._wake.set()
+        if self._workers is not None:
+            self._workers.shutdown(wait=False, cancel_futures=True)
+
+    def see_indexes(self, kwargs: Mapping[str, Any]) -> None:
+        """Keep the children's indexes kopf passes every handler (once)."""
+        if self.children is None:
+            self.children = ChildIndex.from_kwargs(kwargs)
+
+    async def in_worker(self, call: functools.partial[Outcome]) -> Outcome:
+        """Run ``call`` in one of the reconcile threads (with this task's context)."""
+        if self._workers is None:
+            self._workers = ThreadPoolExecutor(RECONCILE_WORKERS, "reconcile")
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._workers, context.run, call)
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self._locks.setdefault(uid, asyncio.Lock())
@@ -99,8 +125,19 @@ class OperatorContext:
         self._locks.pop(uid, None)
         self.written.pop(uid, None)
         self.last_applied.pop(uid, None)
+        self.settled.pop(uid, None)
         self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
+
+
+def inputs_digest(body: Mapping[str, Any], children: Mapping[str, list[dict[str, Any]]]) -> str:
+    """What a self-contained reconcile reads, by version: the Application and its children."""
+    versions = sorted(
+        (kind, str(o["metadata"].get("name")), str(o["metadata"].get("resourceVersion")))
+        for kind, objs in children.items()
+        for o in objs
+    )
+    return digest({"application": body["metadata"].get("resourceVersion"), "children": versions})
 
 
 class RetryNotDue(kopf.TemporaryError):
@@ -121,6 +158,10 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
             detail = last.message if last is not None else "a recent failure"
             raise RetryNotDue(f"{detail}; retrying in {describe_delay(wait)}", delay=wait)
         planned = ctx.retries.next_delay(uid)
+        # Read on the loop, where kopf updates the indexes; None: the reconcile LISTs them.
+        existing = ctx.children.children_of(uid) if ctx.children is not None else None
+        ctx.settled.pop(uid, None)
+        written = ctx.written[uid] = dict(ctx.written.get(uid, {}))  # filled as it applies
         started = time.perf_counter()
         attributes = {
             "k8s.namespace.name": meta.get("namespace"),
@@ -129,12 +170,16 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
         }
         try:
             with tracing.span("reconcile Application", attributes=attributes) as span:
-                outcome = await asyncio.to_thread(
-                    reconcile,
-                    ctx.cluster,
-                    snapshot,
-                    retry_in=planned,
-                    last=ctx.last_applied.get(uid),
+                outcome = await ctx.in_worker(
+                    functools.partial(
+                        reconcile,
+                        ctx.cluster,
+                        snapshot,
+                        retry_in=planned,
+                        last=ctx.last_applied.get(uid),
+                        existing=existing,
+                        written=written,
+                    )
                 )
                 if span is not None:
                     span.set_attribute("mas.phase", outcome.phase)
@@ -157,6 +202,8 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
     if outcome.versions:
         ctx.written[uid] = outcome.versions
         ctx.last_applied[uid] = outcome.last_applied
+    if outcome.self_contained and existing is not None:
+        ctx.settled[uid] = inputs_digest(snapshot, existing)
     for kind, count in outcome.applied.items():
         ctx.metrics.children_applied.labels(kind=kind).inc(count)
     return outcome
@@ -182,66 +229,17 @@ def _retry_later(
     return kopf.TemporaryError(message, delay=delay)
 
 
-async def resync_loop(ctx: OperatorContext) -> None:
-    """Reconcile dirty Applications soon, all of them every ``ctx.resync`` seconds, and the
-    failing ones when their backoff is due (never before)."""
-    last_full = time.monotonic()
-    slots = asyncio.Semaphore(RESYNC_CONCURRENCY)
-    while not ctx.closing:
-        remaining = max(0.0, ctx.resync - (time.monotonic() - last_full))
-        retry = ctx.retries.next_due()
-        woken = False
-        try:
-            timeout = remaining if retry is None else min(remaining, retry)
-            await asyncio.wait_for(ctx._wake.wait(), timeout=timeout)
-            woken = True
-        except TimeoutError:
-            pass
-        ctx._wake.clear()
-        if woken:
-            await asyncio.sleep(COALESCE)  # let a burst of child events coalesce
-        if ctx.closing:
-            return
-        wanted = set(ctx.dirty) | set(map(str, ctx.retries.failing()))
-        if time.monotonic() - last_full >= ctx.resync:
-            wanted, last_full = wanted | set(ctx.apps), time.monotonic()
-        due = {uid for uid in wanted if ctx.retries.wait(uid) == 0}
-        ctx.dirty -= due  # a dirty Application still backing off stays dirty
-        await asyncio.gather(*(_resync_one(ctx, uid, slots) for uid in sorted(due)))
-
-
-async def _resync_one(ctx: OperatorContext, uid: str, slots: asyncio.Semaphore) -> None:
-    body = ctx.apps.get(uid)
-    if body is None or body["metadata"].get("deletionTimestamp"):
-        ctx.retries.succeeded(uid)  # nothing left to retry
-        return
-    async with slots:
-        meta = body["metadata"]
-        try:
-            await run_reconcile(ctx, body)
-        except RetryNotDue:
-            pass  # another path tried it meanwhile and failed; the loop waits for it
-        except (kopf.PermanentError, kopf.TemporaryError) as exc:
-            logger.warning("resync of %s/%s failed: %s", meta["namespace"], meta["name"], exc)
-        except Exception as exc:  # a bug must not end the loop that repairs every Application
-            logger.exception("resync of %s/%s failed", meta["namespace"], meta["name"])
-            ctx.retries.failed(  # and is not retried at every wake-up either
-                uid,
-                ctx.retries.next_delay(uid),
-                generation=meta.get("generation"),
-                message=f"reconciling failed: {exc!r}",
-            )
-
-
 def register(registry: kopf.OperatorRegistry) -> None:
     """Register every handler of the operator into ``registry``."""
     resource = (API_GROUP, API_VERSION, PLURAL)
+    indexes.register(registry)
 
     @kopf.on.resume(*resource, id="reconcile", registry=registry)
     @kopf.on.create(*resource, id="reconcile", registry=registry)
     @kopf.on.update(*resource, id="reconcile", registry=registry)
-    async def reconcile_handler(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    async def reconcile_handler(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
         ctx: OperatorContext = memo["ctx"]
+        ctx.see_indexes(kwargs)
         ctx.remember(body)
         try:
             outcome = await run_reconcile(ctx, body)
@@ -257,9 +255,10 @@ def register(registry: kopf.OperatorRegistry) -> None:
 
     @kopf.on.event(*resource, id="track", registry=registry)
     async def track_application(
-        body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any
+        body: kopf.Body, type: str | None, memo: kopf.Memo, **kwargs: Any
     ) -> None:
         ctx: OperatorContext = memo["ctx"]
+        ctx.see_indexes(kwargs)  # before the resync loop can reconcile this Application
         uid = str(body.metadata.uid)
         if type == "DELETED":
             ctx.forget(uid)

@@ -8,6 +8,8 @@
   backoff, by cause: conflict (409), throttled (429), server_error (5xx), unreachable
   (connection error or timeout), refused (another answer, e.g. a quota's 403)
 - ``mas_operator_leader``: 1 while this instance holds the Lease
+- ``mas_operator_resync_passes_total``: full resync passes; ``mas_operator_resync_settled_total``:
+  Applications a pass left alone because nothing they depend on changed
 """
 
 from __future__ import annotations
@@ -74,6 +76,14 @@ class OperatorMetrics:
             "mas_operator_retries",
             "Failed reconciles scheduled for a retry with backoff, by cause",
             ["reason"],
+            registry=self.registry,
+        )
+        self.resync_passes = Counter(
+            "mas_operator_resync_passes", "Full resync passes", registry=self.registry
+        )
+        self.resync_settled = Counter(
+            "mas_operator_resync_settled",
+            "Applications a full resync pass left alone: nothing they depend on changed",
             registry=self.registry,
         )
         self.leader = Gauge(

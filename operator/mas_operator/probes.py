@@ -61,6 +61,11 @@ def _reported(body: Mapping[str, Any]) -> bool:
     return any((a or {}).get("conformant") for a in (status.get("agents") or {}).values())
 
 
+def reads_jobs(body: Mapping[str, Any], plan: Plan) -> bool:
+    """Whether a reconcile of ``body`` looks for conformance Jobs (asked for, or reported)."""
+    return plan.app.spec.conformance.enabled or _reported(body)
+
+
 def _create(cluster: Cluster, body: Mapping[str, Any], job: Mapping[str, Any]) -> AgentConformance:
     name = job["metadata"]["name"]
     try:
@@ -84,7 +89,7 @@ def sync_conformance(
     meta = body["metadata"]
     namespace, uid = meta["namespace"], str(meta["uid"])
     enabled = plan.app.spec.conformance.enabled
-    if not enabled and not _reported(body):
+    if not reads_jobs(body, plan):
         return ConformanceObserved(enabled=False)  # not asked for now or lately: no Job to find
     selector = conformance_selector(plan.name)
     existing = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +44,7 @@ from mas_operator.names import (
 )
 from mas_operator.noops import Applied, ChildKey, digest, merge_patch, stamp, unchanged
 from mas_operator.plan import Plan, plan_application
-from mas_operator.probes import sync_conformance, warn_when_not_conformant
+from mas_operator.probes import reads_jobs, sync_conformance, warn_when_not_conformant
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,9 @@ class Outcome:
     deleted: int = 0
     versions: Mapping[tuple[str, str], str] = field(default_factory=dict)
     last_applied: Mapping[ChildKey, Applied] = field(default_factory=dict)
+    # Every input was the Application and its children: no Secret and no conformance Job
+    # was read, so the same Application and children give the same outcome again.
+    self_contained: bool = False
 
     @property
     def stalled(self) -> bool:
@@ -174,6 +177,7 @@ def _apply_all(
     summary: str,
     retry_in: float | None,
     last: Mapping[ChildKey, Applied],
+    written: MutableMapping[ChildKey, str] | None,
 ) -> tuple[list[dict[str, Any]], set[ChildKey]]:
     """Apply every child that would change (:mod:`mas_operator.noops`); on an API failure,
     say so in the status (with when it is retried), then re-raise. Returns each child's
@@ -189,7 +193,10 @@ def _apply_all(
             skipped.add(key)
             continue
         try:
-            applied.append(cluster.apply(manifest))
+            result = cluster.apply(manifest)
+            applied.append(result)
+            if written is not None:
+                written[key] = str(result["metadata"]["resourceVersion"])
         except ApiException as exc:
             meta = body["metadata"]
             what = f"applying {manifest['kind']} {manifest['metadata']['name']} failed"
@@ -229,6 +236,8 @@ def reconcile(
     *,
     retry_in: float | None = None,
     last: Mapping[ChildKey, Applied] | None = None,
+    existing: Mapping[str, list[dict[str, Any]]] | None = None,
+    written: MutableMapping[ChildKey, str] | None = None,
 ) -> Outcome:
     """Bring the children of ``body`` to what its spec asks; write its status.
 
@@ -236,17 +245,22 @@ def reconcile(
     retry comes (a server's longer ``Retry-After`` wins, as in the handlers). ``last``: the
     previous reconcile's :attr:`Outcome.last_applied`; a child that is still exactly what it
     left is not applied again, and a status that would not change is not patched.
+    ``existing``: the children of ``body`` by kind, as the operator's watches see them
+    (:meth:`mas_operator.indexes.ChildIndex.children_of`); without it they are listed.
+    ``written``: gets each child's resourceVersion as soon as its apply returns, so that the
+    watch event of our own write, often handled before this reconcile ends, is known as ours.
     """
     meta = body["metadata"]
     name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
     generation = meta.get("generation")
-    selector = application_selector(name)
-    existing = {
-        kind.kind: [
-            o for o in cluster.list_children(kind, namespace, selector) if _owned_by(o, uid)
-        ]
-        for kind in CHILD_KINDS
-    }
+    if existing is None:
+        selector = application_selector(name)
+        existing = {
+            kind.kind: [
+                o for o in cluster.list_children(kind, namespace, selector) if _owned_by(o, uid)
+            ]
+            for kind in CHILD_KINDS
+        }
     try:
         plan = plan_application(_document(body), namespace)
     except ApplicationInvalid as error:
@@ -259,11 +273,14 @@ def reconcile(
         seen = Observed(
             generation, _observe_agents(deployments, existing["Service"]), reason, message, kept
         )
-        cluster.patch_status(namespace, name, build_status(seen, body.get("status")))
+        status = build_status(seen, body.get("status"))
+        if _changes(body.get("status"), status):
+            cluster.patch_status(namespace, name, status)
         if _was_stalled(body) != (reason, generation):
             cluster.post_event(body, "Warning", reason, message)
         logger.warning("Application %s/%s is stalled (%s): %s", namespace, name, reason, message)
         return Outcome(phase_of(seen), seen)
+    self_contained = not secret_names(plan) and not reads_jobs(body, plan)
     versions = cluster.secret_versions(namespace, secret_names(plan))
     desired = [owned(m, body) for m in build_children(plan, versions)]
     applied, skipped = _apply_all(
@@ -275,6 +292,7 @@ def reconcile(
         summary=_wiring_summary(plan),
         retry_in=retry_in,
         last=last or {},
+        written=written,
     )
     wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
     deleted = 0
@@ -316,4 +334,6 @@ def reconcile(
     applied_kinds = Counter(key[0] for key, _, _ in pairs if key not in skipped)
     written = {key: str(a["metadata"]["resourceVersion"]) for key, _, a in pairs}
     remembered = {key: Applied(digest(m), stamp(a)) for key, m, a in pairs}
-    return Outcome(phase_of(seen), seen, dict(applied_kinds), deleted, written, remembered)
+    return Outcome(
+        phase_of(seen), seen, dict(applied_kinds), deleted, written, remembered, self_contained
+    )

@@ -27,11 +27,12 @@ from kubernetes import config as k8s_config
 from prometheus_client import start_http_server
 
 from mas_operator.backoff import Backoff, Retries
-from mas_operator.handlers import OperatorContext, register, resync_loop
+from mas_operator.handlers import OperatorContext, register
 from mas_operator.kube import Cluster
 from mas_operator.leases import LeaderElector, LeaseSettings
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import DOMAIN
+from mas_operator.resync import resync_loop
 
 logger = logging.getLogger(__name__)
 

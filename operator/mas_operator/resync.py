@@ -1,0 +1,93 @@
+"""The resync loop: dirty Applications soon, failing ones when due, the others each pass.
+
+- A child event or a new ``maslab.io/conformance-run`` marks an Application dirty
+  (:mod:`mas_operator.handlers`); the loop wakes, lets a burst coalesce (:data:`COALESCE`),
+  and reconciles it, :data:`RESYNC_CONCURRENCY` at a time.
+- An Application whose last reconcile failed is retried when its backoff is due, never
+  before.
+- Every ``resync`` seconds a full pass reconciles every Application that is not settled:
+  one is settled when its last reconcile succeeded, read nothing but the Application and
+  its children (no Secret, no conformance Job: ``Outcome.self_contained``) and neither
+  has changed since (the same resourceVersions, from the Application's last event and the
+  children's indexes: :func:`~mas_operator.handlers.inputs_digest`). Reconciling it again
+  would read the same and so write nothing: at 1,000 Applications an idle pass does no
+  reconcile at all. Anything that changes either is an event, which makes it unsettled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import kopf
+
+from mas_operator.handlers import OperatorContext, RetryNotDue, inputs_digest, run_reconcile
+
+logger = logging.getLogger(__name__)
+
+COALESCE = 0.2
+RESYNC_CONCURRENCY = 4  # Applications reconciled at once by the resync loop
+
+
+def is_settled(ctx: OperatorContext, uid: str) -> bool:
+    """Whether reconciling ``uid`` again would read exactly what its last reconcile read."""
+    body, settled = ctx.apps.get(uid), ctx.settled.get(uid)
+    if body is None or settled is None or ctx.children is None:
+        return False
+    return settled == inputs_digest(body, ctx.children.children_of(uid))
+
+
+async def resync_loop(ctx: OperatorContext) -> None:
+    """Reconcile dirty Applications soon, every unsettled one each ``ctx.resync`` seconds,
+    and the failing ones when their backoff is due (never before)."""
+    last_full = time.monotonic()
+    slots = asyncio.Semaphore(RESYNC_CONCURRENCY)
+    while not ctx.closing:
+        remaining = max(0.0, ctx.resync - (time.monotonic() - last_full))
+        retry = ctx.retries.next_due()
+        woken = False
+        try:
+            timeout = remaining if retry is None else min(remaining, retry)
+            await asyncio.wait_for(ctx._wake.wait(), timeout=timeout)
+            woken = True
+        except TimeoutError:
+            pass
+        ctx._wake.clear()
+        if woken:
+            await asyncio.sleep(COALESCE)  # let a burst of child events coalesce
+        if ctx.closing:
+            return
+        wanted = set(ctx.dirty) | set(map(str, ctx.retries.failing()))
+        if time.monotonic() - last_full >= ctx.resync:
+            last_full = time.monotonic()
+            unsettled = {uid for uid in ctx.apps if not is_settled(ctx, uid)}
+            ctx.metrics.resync_passes.inc()
+            ctx.metrics.resync_settled.inc(len(set(ctx.apps) - unsettled - wanted))
+            wanted |= unsettled
+        due = {uid for uid in wanted if ctx.retries.wait(uid) == 0}
+        ctx.dirty -= due  # a dirty Application still backing off stays dirty
+        await asyncio.gather(*(_resync_one(ctx, uid, slots) for uid in sorted(due)))
+
+
+async def _resync_one(ctx: OperatorContext, uid: str, slots: asyncio.Semaphore) -> None:
+    body = ctx.apps.get(uid)
+    if body is None or body["metadata"].get("deletionTimestamp"):
+        ctx.retries.succeeded(uid)  # nothing left to retry
+        return
+    async with slots:
+        meta = body["metadata"]
+        try:
+            await run_reconcile(ctx, body)
+        except RetryNotDue:
+            pass  # another path tried it meanwhile and failed; the loop waits for it
+        except (kopf.PermanentError, kopf.TemporaryError) as exc:
+            logger.warning("resync of %s/%s failed: %s", meta["namespace"], meta["name"], exc)
+        except Exception as exc:  # a bug must not end the loop that repairs every Application
+            logger.exception("resync of %s/%s failed", meta["namespace"], meta["name"])
+            ctx.retries.failed(  # and is not retried at every wake-up either
+                uid,
+                ctx.retries.next_delay(uid),
+                generation=meta.get("generation"),
+                message=f"reconciling failed: {exc!r}",
+            )
