@@ -50,7 +50,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from a2a.server.cluster import (
     DatabaseTaskEventStream,
@@ -81,9 +81,6 @@ from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
 from mas.runtime.history import ConversationStore
 from mas.runtime.memory_history import MemoryConversationStore
-
-if TYPE_CHECKING:
-    from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
 
 logger = logging.getLogger(__name__)
 
@@ -204,8 +201,11 @@ async def _initialize(stores: TaskStores) -> None:
         await stores.event_stream.initialize()
     if isinstance(stores.push_config_store, DatabasePushNotificationConfigStore):
         await stores.push_config_store.initialize()
-    if isinstance(stores.history, SqlConversationStore):
-        await stores.history.initialize()
+    if stores.engine is not None:  # only a database store has loaded the SQL history
+        from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
+
+        if isinstance(stores.history, SqlConversationStore):
+            await stores.history.initialize()
 
 
 def _check_sqlite_directory(engine: AsyncEngine, shown: str) -> None:
