@@ -40,6 +40,16 @@ def create(api: client.CustomObjectsApi, namespace: str, doc: dict[str, Any]) ->
         ),
         ({"auth": {"schemes": [{"type": "oauth", "value_env": "E"}]}}, "Unsupported value"),
         ({"max_body_bytes": 12}, "should be greater than or equal to 1024"),
+        (
+            {
+                "task_store": {
+                    "type": "sql",
+                    "url": "sqlite+aiosqlite:///t.db",
+                    "history_max_bytes": 2**21,
+                }
+            },
+            "history_max_session_bytes bound the memory store; they need type memory",
+        ),
     ],
 )
 def test_bad_security_settings_are_refused_at_admission(
@@ -58,7 +68,12 @@ def test_good_security_settings_are_admitted_unchanged(
 ) -> None:
     a2a = {
         "max_body_bytes": 4096,
-        "push": {"allow_private": False, "allowed_hosts": ["hooks.internal"]},
+        "push": {
+            "allow_private": False,
+            "allowed_hosts": ["hooks.internal"],
+            "allow_anonymous_create": True,
+        },
+        "task_store": {"history_max_bytes": 2**21, "history_max_session_bytes": 2**17},
         "auth": {
             "schemes": [
                 {"type": "bearer", "secret_key_ref": {"name": "s", "key": "k"}},
