@@ -172,10 +172,10 @@ class FastJsonRpcEndpoint:
             except Exception:
                 return None  # the SDK's own error
         if self._default_context:
-            call_context = default_call_context(request)
+            call_context = default_call_context(request, send.tenant)
         else:
             call_context = self._context_builder.build(request)
-        call_context.tenant = send.tenant
+            call_context.tenant = send.tenant
         if checked:  # every required field is there (codec.parse_plain_send)
             call_context.state[PLAIN_SEND_STATE] = True
         call_context.state["method"] = method
@@ -222,10 +222,11 @@ class FastJsonRpcEndpoint:
         return EventSourceResponse(frames)
 
 
-def default_call_context(request: Request) -> ServerCallContext:
+def default_call_context(request: Request, tenant: str = "") -> ServerCallContext:
     """What ``DefaultServerCallContextBuilder.build(request)`` builds, from the raw headers:
     the same user, state (``auth``, then every header's first value by its lowercase name,
-    as ``dict(request.headers)``) and requested extensions."""
+    as ``dict(request.headers)``) and requested extensions; ``tenant`` set at once (not by
+    the model's validated assignment)."""
     scope = request.scope
     headers: dict[str, str] = {}
     extensions: list[str] = []
@@ -242,6 +243,7 @@ def default_call_context(request: Request) -> ServerCallContext:
         user=StarletteUser(request.user) if "user" in scope else UnauthenticatedUser(),
         state=state,
         requested_extensions=get_requested_extensions(extensions),
+        tenant=tenant,
     )
 
 
