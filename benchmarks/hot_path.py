@@ -30,6 +30,11 @@ Usage::
 
     python benchmarks/hot_path.py [--duration 10] [--rounds 3] [--skip-sse] [--skip-grpc]
                                   [--sse-client wrk|httpx] [--bare-gc-freeze]
+                                  [--compare CHECKOUT]
+
+``--compare`` adds a fourth server, ``before``: ``mas-ctl serve`` run from another
+checkout's ``runtime/`` (first on ``PYTHONPATH``), so a change is measured against the
+code before it in the same alternating rounds.
 
 ``wrk`` is the Debian package; when it is missing the script installs it with
 ``apt-get install -y wrk`` if it runs as root, and otherwise says how. Everything is bounded
@@ -432,6 +437,13 @@ def table(title: str, unit: str, series: Series, names: list[str]) -> None:
         f"ratio serve/bare: throughput {ratio(serve.rate, bare.rate)}, "
         f"p50 {ratio(serve.p50, bare.p50)}, p99 {ratio(serve.p99, bare.p99)}"
     )
+    if "before" in names:
+        before = series.median("before")
+        print(
+            f"serve/before (--compare): throughput {ratio(serve.rate, before.rate)}, p50 "
+            f"{ratio(serve.p50, before.p50)}, p99 {ratio(serve.p99, before.p99)}, CPU per unit "
+            f"{ratio(serve.cpu_ms, before.cpu_ms)}"
+        )
     if "raw" in names:
         raw = series.median("raw")
         print(
@@ -475,7 +487,8 @@ async def main(args: argparse.Namespace) -> int:
         sse_script = Path(tmp) / "stream.lua"
         sse_script.write_text(SSE_LUA.replace("TEXT", SSE_TEXT).replace("EVENTS", str(SSE_EVENTS)))
         env = {**os.environ, "MAS_CONTROL_DIR": str(Path(tmp) / "control"), "PYTHONUNBUFFERED": "1"}
-        ports = {name: (free_port(), free_port()) for name in ("serve", "bare", "raw")}
+        kinds = ("serve", "bare", "raw", "before")
+        ports = {name: (free_port(), free_port()) for name in kinds}
         app = Path(tmp) / "bench.yaml"
         app.write_text(yaml.safe_dump(application(*ports["serve"])))
         baselines = [sys.executable, str(HERE / "baselines.py")]
@@ -498,9 +511,19 @@ async def main(args: argparse.Namespace) -> int:
                 env, "ready", http_port=raw_http, grpc_port=raw_grpc,
             ),
         }  # fmt: skip
+        if args.compare is not None:  # the same serve from another checkout's runtime/
+            before_app = Path(tmp) / "before.yaml"
+            before_app.write_text(yaml.safe_dump(application(*ports["before"])))
+            before_env = {**env, "PYTHONPATH": str(args.compare.resolve() / "runtime")}
+            before_argv = [*serve_argv[:5], str(before_app), *serve_argv[6:]]
+            servers["before"] = await start(
+                "before", before_argv, before_env, "serving echo",
+                http_port=ports["before"][0], grpc_port=ports["before"][1],
+            )  # fmt: skip
+        compared = ["before"] if args.compare is not None else []
         try:
             print("memory (RSS, MiB)")
-            for name in ("serve", "bare"):
+            for name in ("serve", "bare", *compared):
                 server = servers[name]
                 idle = server.rss_mib()
                 failed = await open_sessions(server.url, args.sessions)
@@ -509,7 +532,7 @@ async def main(args: argparse.Namespace) -> int:
                     f"{name:>7}: idle {idle:.1f}, after {args.sessions} sessions "
                     f"{server.rss_mib():.1f} ({failed} failed)"
                 )
-            names = ["serve", "bare", "raw"]
+            names = ["serve", "bare", "raw", *compared]
             for name in names:  # warm up
                 await run_wrk(wrk, script, servers[name].url, 2)
             jsonrpc = Series()
@@ -528,7 +551,7 @@ async def main(args: argparse.Namespace) -> int:
                         return await run_sse(servers[name].url, args.duration)
                     return await run_wrk_sse(wrk, sse_script, servers[name].url, args.duration)
 
-                sse_names = ["serve", "bare", "raw"]
+                sse_names = ["serve", "bare", "raw", *compared]
                 await rounds("sse", sse, sse_names, args.rounds, sse_run, servers=servers)
                 table(
                     f"SSE SendStreamingMessage, {SSE_STREAMS} streams ({args.sse_client}), events",
@@ -545,7 +568,7 @@ async def main(args: argparse.Namespace) -> int:
                     assert port is not None
                     return await run_grpc(port, args.duration)
 
-                rpc_names = ["serve", "bare", "raw"]
+                rpc_names = ["serve", "bare", "raw", *compared]
                 await rounds("grpc", rpc, rpc_names, args.rounds, grpc_run, servers=servers)
                 table(
                     f"gRPC SendMessage, {CONNECTIONS} concurrent calls",
@@ -583,6 +606,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "by itself at about 3,000 events/s here)",
     )
     parser.add_argument("--skip-grpc", action="store_true")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="CHECKOUT",
+        help="also serve 'before': mas-ctl serve with CHECKOUT/runtime first on PYTHONPATH "
+        "(e.g. a 'git archive' of an earlier commit), alternated with the others",
+    )
     return parser.parse_args(argv)
 
 

@@ -26,6 +26,9 @@ the socket.
 Everything else (other methods, 0.3 names, batches, bad JSON, other versions, params
 protobuf refuses) goes to the SDK's dispatcher unchanged, so its errors stay the SDK's.
 The route stays inside the Starlette app, so middleware (auth, limits) still applies.
+:meth:`FastJsonRpcEndpoint.answer` is also what the hot lane
+(:mod:`~library_ioa.plugins.a2a.server.hot_lane`) calls, in front of the app, for the
+requests every layer between would pass through untouched.
 """
 
 from __future__ import annotations
