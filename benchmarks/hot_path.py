@@ -9,7 +9,9 @@ Three servers run as subprocesses on 127.0.0.1 in the same run (see ``baselines.
   default settings;
 - ``serve``: ``mas-ctl serve`` with the echo model (JSON-RPC, HTTP+JSON, gRPC).
 
-Measured, alternating the servers round after round so machine noise hits all alike:
+Measured, alternating the servers round after round so machine noise hits all alike
+(each run also prints the server's CPU time per request or event, from ``/proc``, which
+the machine's other load disturbs less than throughput):
 
 1. memory: the RSS of ``serve`` idle (before any request) and after 1,000 sessions (one
    blocking send each on its own ``contextId``; sessions keep their history), the bare
@@ -28,6 +30,11 @@ Usage::
 
     python benchmarks/hot_path.py [--duration 10] [--rounds 3] [--skip-sse] [--skip-grpc]
                                   [--sse-client wrk|httpx] [--bare-gc-freeze]
+                                  [--compare CHECKOUT]
+
+``--compare`` adds a fourth server, ``before``: ``mas-ctl serve`` run from another
+checkout's ``runtime/`` (first on ``PYTHONPATH``), so a change is measured against the
+code before it in the same alternating rounds.
 
 ``wrk`` is the Debian package; when it is missing the script installs it with
 ``apt-get install -y wrk`` if it runs as root, and otherwise says how. Everything is bounded
@@ -154,6 +161,11 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}/"
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server process so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_mib(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -219,6 +231,7 @@ class Run:
     p50: float  # ms
     p99: float  # ms
     errors: int
+    cpu_ms: float = float("nan")  # the server's CPU ms per request (or event)
 
 
 @dataclass
@@ -235,6 +248,7 @@ class Series:
             statistics.median(r.p50 for r in runs),
             statistics.median(r.p99 for r in runs),
             sum(r.errors for r in runs),
+            statistics.median(r.cpu_ms for r in runs),
         )
 
 
@@ -411,21 +425,31 @@ def ratio(a: float, b: float) -> str:
 
 def table(title: str, unit: str, series: Series, names: list[str]) -> None:
     print(f"\n{title} (median of the rounds)")
-    print(f"{'server':>7} {unit:>10} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}")
+    print(f"{'server':>7} {unit:>10} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} {'CPU ms':>8}")
     for name in names:
         run = series.median(name)
-        print(f"{name:>7} {run.rate:>10.1f} {run.p50:>8.2f} {run.p99:>8.2f} {run.errors:>6}")
+        print(
+            f"{name:>7} {run.rate:>10.1f} {run.p50:>8.2f} {run.p99:>8.2f} {run.errors:>6} "
+            f"{run.cpu_ms:>8.3f}"
+        )
     serve, bare = series.median("serve"), series.median("bare")
     print(
         f"ratio serve/bare: throughput {ratio(serve.rate, bare.rate)}, "
         f"p50 {ratio(serve.p50, bare.p50)}, p99 {ratio(serve.p99, bare.p99)}"
     )
+    if "before" in names:
+        before = series.median("before")
+        print(
+            f"serve/before (--compare): throughput {ratio(serve.rate, before.rate)}, p50 "
+            f"{ratio(serve.p50, before.p50)}, p99 {ratio(serve.p99, before.p99)}, CPU per unit "
+            f"{ratio(serve.cpu_ms, before.cpu_ms)}"
+        )
     if "raw" in names:
         raw = series.median("raw")
         print(
             f"serve/raw floor: throughput {ratio(serve.rate, raw.rate)}, p50 "
-            f"{ratio(serve.p50, raw.p50)}, p99 {ratio(serve.p99, raw.p99)}; bare/raw floor "
-            f"{ratio(bare.rate, raw.rate)}"
+            f"{ratio(serve.p50, raw.p50)}, p99 {ratio(serve.p99, raw.p99)}, CPU per unit "
+            f"{ratio(serve.cpu_ms, raw.cpu_ms)}; bare/raw floor {ratio(bare.rate, raw.rate)}"
         )
 
 
@@ -435,15 +459,22 @@ async def rounds(
     names: list[str],
     count: int,
     measure: Callable[[str], Awaitable[Run]],
+    *,
+    servers: dict[str, Server],
 ) -> None:
     for index in range(count):
         order = names if index % 2 == 0 else list(reversed(names))
         for name in order:
+            cpu, started = servers[name].cpu_seconds(), time.perf_counter()
             run = await measure(name)
+            units = run.rate * (time.perf_counter() - started)
+            if units:
+                run.cpu_ms = (servers[name].cpu_seconds() - cpu) * 1000 / units
             series.add(name, run)
             print(
                 f"{label} round {index + 1} {name:>5}: {run.rate:9.1f}/s "
-                f"p50 {run.p50:7.2f} ms p99 {run.p99:7.2f} ms errors {run.errors}"
+                f"p50 {run.p50:7.2f} ms p99 {run.p99:7.2f} ms errors {run.errors} "
+                f"CPU {run.cpu_ms:.3f} ms each"
             )
 
 
@@ -456,7 +487,8 @@ async def main(args: argparse.Namespace) -> int:
         sse_script = Path(tmp) / "stream.lua"
         sse_script.write_text(SSE_LUA.replace("TEXT", SSE_TEXT).replace("EVENTS", str(SSE_EVENTS)))
         env = {**os.environ, "MAS_CONTROL_DIR": str(Path(tmp) / "control"), "PYTHONUNBUFFERED": "1"}
-        ports = {name: (free_port(), free_port()) for name in ("serve", "bare", "raw")}
+        kinds = ("serve", "bare", "raw", "before")
+        ports = {name: (free_port(), free_port()) for name in kinds}
         app = Path(tmp) / "bench.yaml"
         app.write_text(yaml.safe_dump(application(*ports["serve"])))
         baselines = [sys.executable, str(HERE / "baselines.py")]
@@ -479,9 +511,19 @@ async def main(args: argparse.Namespace) -> int:
                 env, "ready", http_port=raw_http, grpc_port=raw_grpc,
             ),
         }  # fmt: skip
+        if args.compare is not None:  # the same serve from another checkout's runtime/
+            before_app = Path(tmp) / "before.yaml"
+            before_app.write_text(yaml.safe_dump(application(*ports["before"])))
+            before_env = {**env, "PYTHONPATH": str(args.compare.resolve() / "runtime")}
+            before_argv = [*serve_argv[:5], str(before_app), *serve_argv[6:]]
+            servers["before"] = await start(
+                "before", before_argv, before_env, "serving echo",
+                http_port=ports["before"][0], grpc_port=ports["before"][1],
+            )  # fmt: skip
+        compared = ["before"] if args.compare is not None else []
         try:
             print("memory (RSS, MiB)")
-            for name in ("serve", "bare"):
+            for name in ("serve", "bare", *compared):
                 server = servers[name]
                 idle = server.rss_mib()
                 failed = await open_sessions(server.url, args.sessions)
@@ -490,13 +532,14 @@ async def main(args: argparse.Namespace) -> int:
                     f"{name:>7}: idle {idle:.1f}, after {args.sessions} sessions "
                     f"{server.rss_mib():.1f} ({failed} failed)"
                 )
-            names = ["serve", "bare", "raw"]
+            names = ["serve", "bare", "raw", *compared]
             for name in names:  # warm up
                 await run_wrk(wrk, script, servers[name].url, 2)
             jsonrpc = Series()
             await rounds(
                 "jsonrpc", jsonrpc, names, args.rounds,
                 lambda name: run_wrk(wrk, script, servers[name].url, args.duration),
+                servers=servers,
             )  # fmt: skip
             table(f"JSON-RPC SendMessage, wrk, {CONNECTIONS} connections", "req/s", jsonrpc, names)
             errors += sum(jsonrpc.median(n).errors for n in names)
@@ -508,8 +551,8 @@ async def main(args: argparse.Namespace) -> int:
                         return await run_sse(servers[name].url, args.duration)
                     return await run_wrk_sse(wrk, sse_script, servers[name].url, args.duration)
 
-                sse_names = ["serve", "bare", "raw"]
-                await rounds("sse", sse, sse_names, args.rounds, sse_run)
+                sse_names = ["serve", "bare", "raw", *compared]
+                await rounds("sse", sse, sse_names, args.rounds, sse_run, servers=servers)
                 table(
                     f"SSE SendStreamingMessage, {SSE_STREAMS} streams ({args.sse_client}), events",
                     "events/s",
@@ -525,8 +568,8 @@ async def main(args: argparse.Namespace) -> int:
                     assert port is not None
                     return await run_grpc(port, args.duration)
 
-                rpc_names = ["serve", "bare", "raw"]
-                await rounds("grpc", rpc, rpc_names, args.rounds, grpc_run)
+                rpc_names = ["serve", "bare", "raw", *compared]
+                await rounds("grpc", rpc, rpc_names, args.rounds, grpc_run, servers=servers)
                 table(
                     f"gRPC SendMessage, {CONNECTIONS} concurrent calls",
                     "req/s",
@@ -563,6 +606,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "by itself at about 3,000 events/s here)",
     )
     parser.add_argument("--skip-grpc", action="store_true")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="CHECKOUT",
+        help="also serve 'before': mas-ctl serve with CHECKOUT/runtime first on PYTHONPATH "
+        "(e.g. a 'git archive' of an earlier commit), alternated with the others",
+    )
     return parser.parse_args(argv)
 
 

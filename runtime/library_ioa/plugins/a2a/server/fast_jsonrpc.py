@@ -26,6 +26,9 @@ the socket.
 Everything else (other methods, 0.3 names, batches, bad JSON, other versions, params
 protobuf refuses) goes to the SDK's dispatcher unchanged, so its errors stay the SDK's.
 The route stays inside the Starlette app, so middleware (auth, limits) still applies.
+:meth:`FastJsonRpcEndpoint.answer` is also what the hot lane
+(:mod:`~library_ioa.plugins.a2a.server.hot_lane`) calls, in front of the app, for the
+requests every layer between would pass through untouched.
 """
 
 from __future__ import annotations
@@ -173,10 +176,10 @@ class FastJsonRpcEndpoint:
             except Exception:
                 return None  # the SDK's own error
         if self._default_context:
-            call_context = default_call_context(request)
+            call_context = default_call_context(request, send.tenant)
         else:
             call_context = self._context_builder.build(request)
-        call_context.tenant = send.tenant
+            call_context.tenant = send.tenant
         if checked:  # every required field is there (codec.parse_plain_send)
             call_context.state[PLAIN_SEND_STATE] = True
         call_context.state["method"] = method
@@ -223,10 +226,11 @@ class FastJsonRpcEndpoint:
         return EventSourceResponse(frames)
 
 
-def default_call_context(request: Request) -> ServerCallContext:
+def default_call_context(request: Request, tenant: str = "") -> ServerCallContext:
     """What ``DefaultServerCallContextBuilder.build(request)`` builds, from the raw headers:
     the same user, state (``auth``, then every header's first value by its lowercase name,
-    as ``dict(request.headers)``) and requested extensions."""
+    as ``dict(request.headers)``) and requested extensions; ``tenant`` set at once (not by
+    the model's validated assignment)."""
     scope = request.scope
     headers: dict[str, str] = {}
     extensions: list[str] = []
@@ -243,6 +247,7 @@ def default_call_context(request: Request) -> ServerCallContext:
         user=StarletteUser(request.user) if "user" in scope else UnauthenticatedUser(),
         state=state,
         requested_extensions=get_requested_extensions(extensions),
+        tenant=tenant,
     )
 
 
