@@ -45,13 +45,15 @@ if "DOC" in os.environ:
     open("/tmp/app.yaml", "w").write(os.environ["DOC"])
 t0 = time.monotonic()
 proc = subprocess.Popen(sys.argv[2:])
-while True:
+while proc.poll() is None:
     try:
         with urllib.request.urlopen(sys.argv[1], timeout=1) as r:
             if r.status == 200:
                 break
     except OSError:
         time.sleep(0.02)
+else:
+    sys.exit(f"{sys.argv[2]} exited {proc.returncode} before {sys.argv[1]} answered")
 print(f"ready-after {time.monotonic() - t0:.3f}", flush=True)
 proc.terminate()
 proc.wait()
@@ -155,7 +157,12 @@ def timer_pod(name: str, url: str, command: list[str], doc: str = "") -> dict[st
 
 
 def pod_seconds(core: Any, ns: str, pod: dict[str, Any]) -> float:
+    """Create the timer ``pod`` in ``ns``, wait for it to end, and read its ``ready-after``."""
     name = pod["metadata"]["name"]
+    # A fresh namespace has no `default` ServiceAccount until the controller-manager makes it,
+    # and the API refuses pods that name a missing one.
+    eventually(lambda: core.read_namespaced_service_account("default", ns), f"{ns}'s account")
+    core.create_namespaced_pod(ns, pod)
 
     def finished() -> bool:
         phase = core.read_namespaced_pod(name, ns).status.phase
@@ -163,7 +170,9 @@ def pod_seconds(core: Any, ns: str, pod: dict[str, Any]) -> float:
 
     eventually(finished, f"pod {name} done", timeout=300)
     log: str = core.read_namespaced_pod_log(name, ns)
-    line = next(x for x in log.splitlines() if x.startswith("ready-after "))
+    line = next((x for x in log.splitlines() if x.startswith("ready-after ")), None)
+    if line is None:
+        raise RuntimeError(f"pod {name} printed no ready-after line; its log:\n{log}")
     return float(line.split()[1])
 
 
