@@ -10,9 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
-pytestmark = pytest.mark.timeout(90)
+from tests.deadlines import COLD_START
 
 PROBE = """
 import asyncio
@@ -50,20 +48,28 @@ asyncio.run(main())
 """
 
 
-@pytest.mark.parametrize(
-    "module",
-    [
-        "library_ioa.plugins.a2a.exposure",
-        "library_ioa.plugins.a2a.server.fast_jsonrpc",
-    ],
-)
-def test_the_0_3_grpc_client_survives_importing_the_server_first(module: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(module=module)],
-        capture_output=True,
-        text=True,
-        timeout=80,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "CompatGrpcTransport", done.stderr
+# the modules that import the SDK's server side; each probe runs in its own interpreter,
+# side by side
+SERVER_SIDE = ("library_ioa.plugins.a2a.exposure", "library_ioa.plugins.a2a.server.fast_jsonrpc")
+
+
+def test_the_0_3_grpc_client_survives_importing_the_server_first() -> None:
+    probes = {
+        module: subprocess.Popen(
+            [sys.executable, "-c", PROBE.format(module=module)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for module in SERVER_SIDE
+    }
+    try:
+        answers = {m: probe.communicate(timeout=COLD_START) for m, probe in probes.items()}
+    finally:
+        for probe in probes.values():
+            if probe.poll() is None:
+                probe.kill()
+                probe.communicate()
+    for module, (stdout, stderr) in answers.items():
+        assert probes[module].returncode == 0, (module, stderr)
+        assert (module, stdout.strip()) == (module, "CompatGrpcTransport"), stderr

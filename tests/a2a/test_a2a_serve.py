@@ -271,16 +271,19 @@ async def test_serve_refuses_an_agent_that_is_not_deployed(
     tmp_path: Path, app_file: tuple[Path, int, int]
 ) -> None:
     path, _, _ = app_file
-    result = await run(tmp_path, "serve", "-f", str(path), "--agent", "worker")
-    assert result.code == 1
-    assert result.stderr.splitlines() == [
+    document = yaml.safe_load(path.read_text())
+    document["spec"]["endpoints"]["worker"] = {"url": "http://127.0.0.1:1", "usage": "use"}
+    used = tmp_path / "use.yaml"
+    used.write_text(yaml.safe_dump(document))
+    missing, result = await asyncio.gather(  # two independent cold processes, side by side
+        run(tmp_path, "serve", "-f", str(path), "--agent", "worker"),
+        run(tmp_path, "serve", "-f", str(used), "--agent", "worker"),
+    )
+    assert missing.code == 1
+    assert missing.stderr.splitlines() == [
         "error: spec.endpoints.worker: is missing; mas-ctl serve needs an endpoint with usage: "
         "deploy or use-and-deploy"
     ]
-    document = yaml.safe_load(path.read_text())
-    document["spec"]["endpoints"]["worker"] = {"url": "http://127.0.0.1:1", "usage": "use"}
-    path.write_text(yaml.safe_dump(document))
-    result = await run(tmp_path, "serve", "-f", str(path), "--agent", "worker")
     assert result.code == 1
     assert result.stderr.splitlines() == [
         "error: spec.endpoints.worker.usage: is 'use'; mas-ctl serve needs usage: deploy or "
@@ -290,17 +293,19 @@ async def test_serve_refuses_an_agent_that_is_not_deployed(
 
 async def test_serve_usage_errors(tmp_path: Path, app_file: tuple[Path, int, int]) -> None:
     path, _, _ = app_file
-    unknown = await run(tmp_path, "serve", "-f", str(path), "--agent", "nobody")
+    # three independent processes: run them side by side (three cold interpreters in turn
+    # were most of this test's wall time)
+    unknown, missing, bad_port = await asyncio.gather(
+        run(tmp_path, "serve", "-f", str(path), "--agent", "nobody"),
+        run(tmp_path, "serve", "-f", str(tmp_path / "nope.yaml"), "--agent", "front"),
+        run(tmp_path, "serve", "-f", str(path), "--agent", "front", "--metrics-port", "http"),
+    )
     assert (unknown.code, unknown.stderr.splitlines()) == (
         2,
         ["error: --agent 'nobody' is not an agent of the agency; agents: front, worker"],
     )
-    missing = await run(tmp_path, "serve", "-f", str(tmp_path / "nope.yaml"), "--agent", "front")
     assert missing.code == 2
     assert missing.stderr.startswith(f"error: {tmp_path / 'nope.yaml'}: cannot read the file")
-    bad_port = await run(
-        tmp_path, "serve", "-f", str(path), "--agent", "front", "--metrics-port", "http"
-    )
     assert bad_port.code == 2
     assert "--metrics-port: 'http' is not a port; accepted: 0 to 65535" in bad_port.stderr
     for result in (unknown, missing, bad_port):

@@ -13,10 +13,14 @@ from pathlib import Path
 import httpx
 import pytest
 from compliance_servers import HOST, free_port, sdk_agent
+from tests.deadlines import COLD_START
 
 from mas.infra.conformance import ConformanceCheck, ConformanceResult
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]  # cold mas-ctl processes
+# the probe's deadline per call: a check that must pass gets a minute on a loaded machine;
+# the checks these tests expect to fail are refused connections, which fail at once
+PROBE_CALL = "60"
 
 REPO = Path(__file__).resolve().parents[2]
 MAS_CTL = [sys.executable, "-m", "mas.ctl.cli"]
@@ -30,7 +34,7 @@ class Run:
     err: str
 
 
-async def mas_ctl(*args: str, timeout: float = 60) -> Run:
+async def mas_ctl(*args: str, timeout: float = COLD_START) -> Run:
     proc = await asyncio.create_subprocess_exec(
         *MAS_CTL, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
@@ -40,7 +44,7 @@ async def mas_ctl(*args: str, timeout: float = 60) -> Run:
 
 
 async def test_a_conforming_agent_exits_0_with_a_table(conforming) -> None:
-    run = await mas_ctl("conformance", "--url", conforming.url, "--timeout", "5")
+    run = await mas_ctl("conformance", "--url", conforming.url, "--timeout", PROBE_CALL)
     assert run.code == 0, run.out + run.err
     lines = run.out.splitlines()
     assert lines[0].split() == ["INTERFACE", "CHECK", "STATUS", "DETAIL"]
@@ -50,7 +54,7 @@ async def test_a_conforming_agent_exits_0_with_a_table(conforming) -> None:
 
 async def test_a_broken_agent_exits_1_naming_each_failed_check() -> None:
     async with sdk_agent("no-grpc-listener") as agent:
-        run = await mas_ctl("conformance", "--url", agent.url, "--timeout", "3")
+        run = await mas_ctl("conformance", "--url", agent.url, "--timeout", PROBE_CALL)
     assert run.code == 1
     failed = [line.split()[:2] for line in run.out.splitlines() if " FAIL " in line]
     assert ["GRPC", "send-message"] in failed
@@ -69,7 +73,7 @@ async def test_json_output_is_exactly_the_result_model(conforming) -> None:
 
 async def test_an_unreachable_card_exits_1_with_one_clear_line() -> None:
     url = f"http://{HOST}:{free_port()}"
-    run = await mas_ctl("conformance", "--url", url, "--timeout", "3")
+    run = await mas_ctl("conformance", "--url", url, "--timeout", PROBE_CALL)
     assert run.code == 1
     err = run.err.strip().splitlines()
     assert len(err) == 1
@@ -110,7 +114,7 @@ async def mas_ctl_serve(tmp_path: Path, *overrides: str) -> AsyncIterator[str]:
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
     )  # fmt: skip
     try:
-        async with httpx.AsyncClient() as http, asyncio.timeout(30):
+        async with httpx.AsyncClient() as http, asyncio.timeout(COLD_START):
             while True:
                 if proc.returncode is not None:
                     assert proc.stderr is not None
@@ -128,7 +132,7 @@ async def mas_ctl_serve(tmp_path: Path, *overrides: str) -> AsyncIterator[str]:
 
 async def test_mas_ctl_serve_passes_the_probe(tmp_path: Path) -> None:
     async with mas_ctl_serve(tmp_path) as url:
-        run = await mas_ctl("conformance", "--url", url, "-o", "json", "--timeout", "5")
+        run = await mas_ctl("conformance", "--url", url, "-o", "json", "--timeout", PROBE_CALL)
     result = ConformanceResult.model_validate_json(run.out)
     by_check = {(c.interface, c.check): c for c in result.checks}
     for binding in ("JSONRPC", "HTTP+JSON", "GRPC"):
@@ -146,7 +150,7 @@ async def push_checks(tmp_path: Path, override: str) -> list[ConformanceCheck]:
     """The probe's push-config checks against ``mas-ctl serve`` with one ``--override``; each
     must pass, on every transport."""
     async with mas_ctl_serve(tmp_path, override) as url:
-        run = await mas_ctl("conformance", "--url", url, "-o", "json", "--timeout", "8")
+        run = await mas_ctl("conformance", "--url", url, "-o", "json", "--timeout", PROBE_CALL)
     result = ConformanceResult.model_validate_json(run.out)
     push = [c for c in result.checks if c.check == "push-config"]
     assert [(c.interface, c.status) for c in push] == [
@@ -176,7 +180,7 @@ async def test_result_file_holds_a_compact_result_that_fits_a_termination_messag
     result_file = tmp_path / "termination-log"
     async with sdk_agent("no-grpc-listener") as agent:
         run = await mas_ctl(
-            "conformance", "--url", agent.url, "-o", "json", "--timeout", "3",
+            "conformance", "--url", agent.url, "-o", "json", "--timeout", PROBE_CALL,
             "--result-file", str(result_file),
         )  # fmt: skip
     assert run.code == 1

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 from kubernetes.client import ApiException
+from tests.deadlines import COLD_START
 
 from mas_operator.runner import OperatorHandle, OperatorOptions, run_operator
 
@@ -344,7 +345,7 @@ def serve_agent(
                 return httpx.get(f"{url}/readyz", timeout=2).status_code == 200
             return False
 
-        eventually(up, 30, interval=0.1, what=f"mas-ctl serve of {agent}")
+        eventually(up, COLD_START, interval=0.1, what=f"mas-ctl serve of {agent}")
         yield url
     finally:
         proc.terminate()

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.deadlines import COLD_START
 
 from mas_operator.children import build_children
 from mas_operator.manifests import dump_manifests
 from mas_operator.plan import plan_application
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)  # the suite default: a cold mas-operator each
 
 REPO = Path(__file__).resolve().parent.parent.parent
 EXAMPLE = REPO / "examples" / "agency.yaml"
@@ -24,7 +25,7 @@ def mas_operator(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "mas_operator.cli", *args],
         capture_output=True,
         text=True,
-        timeout=50,
+        timeout=COLD_START,
         check=False,
     )
 

@@ -33,7 +33,7 @@ from operator_support import (
 
 from mas.infra.conformance import ConformanceResult
 
-pytestmark = [pytest.mark.envtest, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.envtest, pytest.mark.timeout(300)]  # six cold mas-ctl processes
 
 APP = "desk"
 AGENTS = ("back", "front")
@@ -60,7 +60,9 @@ def conformance_app() -> dict[str, Any]:
                 "front": {"usage": "deploy"},
                 "back": {"usage": "use-and-deploy", "a2a": {"grpc_port": 9090}},
             },
-            "conformance": {"enabled": True, "timeout_seconds": 3},
+            # each probe call's deadline: generous, a busy machine answers slowly; the
+            # failing check of run 2 is a refused connection, which fails at once
+            "conformance": {"enabled": True, "timeout_seconds": 60},
         },
     }
 
@@ -101,8 +103,8 @@ def mark_agent_pods_ready(api: Api) -> int:
     return len(pods)
 
 
-def run_job_command(job: Any, card_url: str, tmp: Path) -> tuple[int, str]:
-    """The Job's container command, run here: exit code and the result file's content."""
+def start_job_command(job: Any, card_url: str, tmp: Path) -> tuple[subprocess.Popen[str], Path]:
+    """The Job's container command, started here; its process and its result file."""
     [container] = job.spec.template.spec.containers
     argv = list(container.command)
     assert argv[0] == "mas-ctl"
@@ -112,12 +114,23 @@ def run_job_command(job: Any, card_url: str, tmp: Path) -> tuple[int, str]:
     assert argv[result_at] == container.termination_message_path == "/dev/termination-log"
     result_file = tmp / f"{container.name}-termination-log"
     argv[url_at], argv[result_at] = card_url, str(result_file)
-    done = subprocess.run(
-        [*MAS_CTL, *argv[1:]], capture_output=True, text=True, timeout=90, check=False
+    process = subprocess.Popen(
+        [*MAS_CTL, *argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    assert done.returncode in (0, 1), done.stderr
-    ConformanceResult.model_validate_json(done.stdout)  # -o json: the whole result on stdout
-    return done.returncode, result_file.read_text()
+    return process, result_file
+
+
+def finish_job_command(process: subprocess.Popen[str], result_file: Path) -> tuple[int, str]:
+    """Wait for a started command: its exit code and the result file's content."""
+    try:
+        stdout, stderr = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    assert process.returncode in (0, 1), stderr
+    ConformanceResult.model_validate_json(stdout)  # -o json: the whole result on stdout
+    return process.returncode, result_file.read_text()
 
 
 def terminate_probe_pod(api: Api, job: Any, code: int, message: str) -> None:
@@ -156,10 +169,15 @@ def terminate_probe_pod(api: Api, job: Any, code: int, message: str) -> None:
 
 
 def probe(api: Api, jobs: dict[str, Any], urls: dict[str, str], tmp: Path) -> dict[str, int]:
-    """Run every Job's command against ``urls`` and report each result through its pod."""
+    """Run every Job's command against ``urls`` (all at once, as the Jobs' pods would run)
+    and report each result through its pod."""
+    started = {
+        agent: start_job_command(job, urls[agent] + "/.well-known/agent-card.json", tmp)
+        for agent, job in jobs.items()
+    }
     codes = {}
     for agent, job in jobs.items():
-        code, message = run_job_command(job, urls[agent] + "/.well-known/agent-card.json", tmp)
+        code, message = finish_job_command(*started[agent])
         terminate_probe_pod(api, job, code, message)
         codes[agent] = code
     return codes

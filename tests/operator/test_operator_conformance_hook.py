@@ -26,7 +26,7 @@ from operator_support import (
     serve_agent,
 )
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)  # up to four cold mas-ctl and mas-operator processes
 
 APP = {
     "apiVersion": "infra.maslab.io/v1",

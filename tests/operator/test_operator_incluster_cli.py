@@ -12,7 +12,7 @@ import yaml
 
 from mas_operator.plan import plan_application
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.timeout(120)  # cold processes: the suite default
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agency.yaml"
 

@@ -14,7 +14,7 @@ from mas.infra.errors import ApplicationInvalid
 from mas_operator.children import build_children
 from mas_operator.plan import plan_application
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)  # cold processes: the suite default
 
 REPO = Path(__file__).resolve().parent.parent.parent
 EXAMPLE = REPO / "examples" / "agency.yaml"

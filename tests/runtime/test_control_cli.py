@@ -15,7 +15,7 @@ from mas.ctl.session.control import ControlServer
 from mas.ctl.session.host import RuntimeHost
 from mas.runtime.turns import TurnInput
 
-pytestmark = [pytest.mark.timeout(60), pytest.mark.integration]
+pytestmark = [pytest.mark.timeout(120), pytest.mark.integration]  # cold mas-ctl processes
 
 
 @pytest.fixture

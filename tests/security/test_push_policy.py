@@ -21,7 +21,7 @@ from library_ioa.plugins.a2a.server.listeners import HttpListener
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy, address_is_public
 from mas.infra.conformance import PROBE_PUSH_HOST, PROBE_PUSH_URL
 
-pytestmark = [pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(240)]  # two cold mas-ctl serve in one test
 
 ECHO = {"echo": {"model": {"type": "echo"}}}
 STEP = 10.0
