@@ -107,10 +107,20 @@ async def test_a_killed_agent_pod_is_replaced_and_the_application_is_ready_again
     def replaced() -> bool:
         pods = desk.pods("researcher")
         ready = desk.condition("Ready") or {}
-        return bool(
+        if (
             pods
             and all(p.metadata.uid != victim.metadata.uid and pod_ready(p) for p in pods)
             and ready.get("status") == "True"
+        ):
+            return True
+        # not yet: what was seen, so a timeout names it (eventually() keeps the last one)
+        seen = [
+            (p.metadata.name, p.status.phase, pod_ready(p), p.metadata.uid == victim.metadata.uid)
+            for p in pods
+        ]
+        raise AssertionError(
+            f"researcher pods (name, phase, ready, the killed one): {seen}; "
+            f"Ready: {ready.get('status')} {ready.get('reason')}"
         )
 
     await asyncio.to_thread(eventually, replaced, "a new researcher pod and Ready=True")
