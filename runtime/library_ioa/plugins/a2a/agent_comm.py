@@ -9,7 +9,10 @@ One client per peer, kept for the life of the comm (HTTP keep-alive, one gRPC ch
 peer's AgentCard is resolved once; when it advertises a gRPC interface whose channel comes
 up within ``GRPC_CONNECT_WAIT`` seconds, sends go over gRPC (the endpoint's headers become
 call metadata), else over JSON-RPC or HTTP+JSON (a NetworkPolicy that admits only the HTTP
-port costs that wait once).
+port costs that wait once). A send over a 1.0 gRPC interface calls the generated stub on
+that channel (:class:`~library_ioa.plugins.a2a.grpc_send.GrpcSend`: the SDK client's call
+and error mapping without its per-call layers); following a task, and every other binding,
+is the SDK's client.
 
 One ``send``: send one message with
 ``contextId`` = the session id and the metadata ``mas.caller_call_id``,
@@ -49,6 +52,7 @@ from a2a.types import (
     Part,
     Role,
     SendMessageRequest,
+    SendMessageResponse,
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
@@ -57,6 +61,7 @@ from a2a.types import (
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
+from library_ioa.plugins.a2a.grpc_send import GrpcSend, current_interface
 from library_ioa.plugins.a2a.parts import artifact_from_a2a, data_part, dict_to_struct, text_of
 from mas.runtime.boundary.agentcomm import AgentCommContract, CommReply, OutboundMessage
 from mas.runtime.errors import CommError, PeerProtocolError, PeerTimeout, PeerUnavailable
@@ -118,6 +123,7 @@ class A2AAgentComm(AgentCommContract):
         self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
         self._http: httpx.AsyncClient | None = None
         self._client: Client | None = None
+        self._grpc_send: GrpcSend | None = None  # the stub's send (1.0 gRPC interface)
         self._binding: str | None = None
         self._lock = asyncio.Lock()
         self._closed = False
@@ -165,6 +171,11 @@ class A2AAgentComm(AgentCommContract):
                     supported_protocol_bindings=[self._binding],
                     grpc_channel_factory=lambda _: channel,
                 )
+                interface = current_interface(card, target)
+                if interface is not None:
+                    self._grpc_send = GrpcSend(
+                        channel, tenant=interface.tenant, headers=self._headers
+                    )
                 return ClientFactory(grpc_config).create(card)
         config = ClientConfig(
             streaming=False,
@@ -265,9 +276,12 @@ class A2AAgentComm(AgentCommContract):
         return PeerProtocolError(f"peer {self.url} answered with something that is not A2A: {exc}")
 
     async def _exchange(self, client: Client, request: SendMessageRequest) -> CommReply:
-        result: StreamResponse | None = None
-        async for response in client.send_message(request, context=self._context()):
-            result = response
+        result: StreamResponse | SendMessageResponse | None = None
+        if self._grpc_send is not None:
+            result = await self._grpc_send.send(request)
+        else:
+            async for response in client.send_message(request, context=self._context()):
+                result = response
         if result is None:
             raise PeerProtocolError(f"peer {self.url} answered the send with nothing")
         if result.HasField("message"):
@@ -311,6 +325,7 @@ class A2AAgentComm(AgentCommContract):
             self._closed = True
             client, self._client = self._client, None
             http, self._http = self._http, None
+            self._grpc_send = None
         if client is not None:
             await client.close()
         if http is not None:
