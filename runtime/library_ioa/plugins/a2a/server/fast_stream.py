@@ -113,6 +113,10 @@ class TaskBook:
     message to the history and merges the metadata; an artifact chunk replaces, appends to
     or adds an artifact by id); without the tracing span the SDK wraps around every
     artifact update.
+
+    ``new``: ``task_id`` was just generated for this run, so nothing is stored under it
+    until the book's first save and its first read does not ask the store (the SDK's
+    ``TaskManager`` asks, and always misses); after :meth:`invalidate` the store is asked.
     """
 
     def __init__(
@@ -121,6 +125,8 @@ class TaskBook:
         context: ServerCallContext,
         task_id: str,
         initial_message: Message | None,
+        *,
+        new: bool = False,
     ) -> None:
         self._store = store
         self.context = context
@@ -128,10 +134,11 @@ class TaskBook:
         self._initial_message = initial_message
         self.task: Task | None = None
         self.version = TaskVersion.MISSING
+        self._unsaved = new  # a new task's id: the store holds nothing under it yet
 
     async def get_task(self) -> Task | None:
         """The task as last read or written (read from the store when not known)."""
-        if self.task is None:
+        if self.task is None and not self._unsaved:
             stored = await self._store.get(self.task_id, self.context)
             if stored is not None:
                 self.task, self.version = stored.task, stored.version
@@ -141,6 +148,7 @@ class TaskBook:
 
     def invalidate(self) -> None:
         """Forget the task: the next read is the store's."""
+        self._unsaved = False
         self.task = None
         self.version = TaskVersion.MISSING
 
@@ -149,6 +157,7 @@ class TaskBook:
         self.version = await self._store.save(
             task, event=event, prev=self.task, prev_version=self.version, context=self.context
         )
+        self._unsaved = False
         self.task = task
 
     async def ensure_task(self, context_id: str) -> Task:
@@ -223,7 +232,10 @@ class StreamRun:
         self._event_stream = event_stream
         self._request = request
         self._park = park
-        self._book = TaskBook(store, request.call_context, request.task_id, request.message)
+        # A run is always of a new task, whose id the handler has just generated.
+        self._book = TaskBook(
+            store, request.call_context, request.task_id, request.message, new=True
+        )
         self._message_to_save: Message | None = request.message
         self._task_mode: bool | None = None
         self._task_created = False
