@@ -274,5 +274,14 @@ def test_the_streamed_turn_takes_the_direct_conversion() -> None:
     ):
         assert message_dict(event) is not None
         assert stream_response_dict(event) == MessageToDict(to_stream_response(event))
-    status.message.metadata["k"] = "v"  # a Struct: left to MessageToDict
-    assert message_dict(status) is None
+    # A Struct (the metadata a delegation leaves on the task): that Struct by MessageToDict.
+    status.message.metadata["k"] = "v"
+    task = Task(id="t", context_id="c", status=status)
+    task.metadata.update({"mas.delegated": {"target": "remote", "ok": True, "n": 2}})
+    for event in (status, task):
+        assert message_dict(event) == MessageToDict(event)
+    assert stream_response_dict(task) == MessageToDict(to_stream_response(task))
+    status.message.extensions.append("x")  # a repeated string: still direct
+    assert message_dict(status) == MessageToDict(status)
+    part = Part(raw=b"\x00")  # bytes: left to MessageToDict
+    assert message_dict(part) is None

@@ -11,8 +11,9 @@
 - :func:`stream_response_dict`: ``MessageToDict(to_stream_response(event))`` of a stream
   event whose fields are all strings, booleans, 32-bit integers, known enum values,
   timestamps and nested messages of the same kinds, built directly from ``ListFields``
-  in the same order; anything else (a ``Struct``, bytes, a map, a 64-bit number...)
-  through ``MessageToDict`` itself.
+  in the same order, a ``Struct`` (metadata) by ``MessageToDict`` of that ``Struct`` alone;
+  anything else (bytes, a map, a 64-bit number...) through ``MessageToDict`` itself. The
+  fast JSON-RPC route answers a blocking send's ``Task`` with it too.
 - :func:`has_required_fields`: whether the SDK's ``validate_proto_required_fields`` would
   pass, with the field plan of each message type computed once instead of on every call.
   Only a ``True`` is trusted; on ``False`` the caller runs the SDK's validator, which
@@ -140,7 +141,7 @@ def stream_response_dict(event: ProtoMessage) -> dict[str, Any]:
     return result
 
 
-_SCALAR, _ENUM, _TIMESTAMP, _MESSAGE = range(4)
+_SCALAR, _ENUM, _TIMESTAMP, _MESSAGE, _STRUCT = range(5)
 _SCALAR_TYPES = frozenset(
     {FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_INT32}
 )
@@ -173,6 +174,8 @@ def _out_plan(field: FieldDescriptor) -> _Out | None:
         full_name = field.message_type.full_name
         if full_name == "google.protobuf.Timestamp":
             kind = None if _is_repeated(field) else _TIMESTAMP
+        elif full_name == "google.protobuf.Struct":
+            kind = None if _is_repeated(field) else _STRUCT
         elif not full_name.startswith("google.protobuf.") and not (
             field.message_type.GetOptions().map_entry
         ):
@@ -202,6 +205,8 @@ def message_dict(message: ProtoMessage) -> dict[str, Any] | None:
             out[plan.json_name] = names if plan.repeated else names[0]
         elif kind == _TIMESTAMP:
             out[plan.json_name] = value.ToJsonString()
+        elif kind == _STRUCT:
+            out[plan.json_name] = MessageToDict(value)
         elif plan.repeated:
             items = []
             for item in value:

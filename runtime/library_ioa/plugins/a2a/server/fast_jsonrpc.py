@@ -188,8 +188,8 @@ class FastJsonRpcEndpoint:
             return await self._stream(request_id, send, call_context)
         try:
             answer = await self._handler.on_message_send(send, call_context)
-            if isinstance(answer, Task):
-                result = MessageToDict(SendMessageResponse(task=answer))
+            if isinstance(answer, Task):  # MessageToDict(SendMessageResponse(task=answer))
+                result = stream_response_dict(answer)
             elif (plain := plain_message_dict(answer)) is not None:
                 body = {"result": {"message": plain}, "id": request_id, "jsonrpc": "2.0"}
                 return Response(render_plain(body), media_type=JSON)
