@@ -19,6 +19,13 @@ requests queue for the CPU, not for a lock or a peer); well below, they wait on 
 else::
 
     .venv/bin/python benchmarks/delegation_hop.py [--duration 8] [--rounds 3] [--http-only]
+                                                  [--compare CHECKOUT]
+
+``--compare`` adds a third target, ``before``: a second entry, ``mas-ctl serve`` run from
+another checkout's ``runtime/`` (first on ``PYTHONPATH``), delegating to the same remote,
+so a change of the entry is measured against the old one in the same run (the rounds
+alternate the three targets); it prints the added latency and the CPU per hop of both
+entries, and their ratios.
 """
 
 from __future__ import annotations
@@ -94,7 +101,7 @@ class Usage:
 
 
 async def measured(
-    servers: dict[str, Server], work: Awaitable[Run], duration: float
+    servers: dict[str, Server], work: Awaitable[Run], duration: float, entry: str = "entry"
 ) -> tuple[Run, Usage]:
     before = {name: scheduled_ns(s.process.pid) for name, s in servers.items()}
     started = time.perf_counter()
@@ -103,7 +110,7 @@ async def measured(
     after = {name: scheduled_ns(s.process.pid) for name, s in servers.items()}
     requests = max(run.rate * duration, 1.0)
     cpu = {name: (after[name][0] - before[name][0]) / 1e6 / requests for name in servers}
-    ran, waited = (a - b for a, b in zip(after["entry"], before["entry"], strict=True))
+    ran, waited = (a - b for a, b in zip(after[entry], before[entry], strict=True))
     return run, Usage(cpu, ran / 1e9 / wall, waited / 1e9 / wall)
 
 
@@ -114,60 +121,104 @@ async def main(args: argparse.Namespace) -> int:
         script = Path(tmp) / "send.lua"
         script.write_text(LUA)
         env = {**os.environ, "MAS_CONTROL_DIR": str(Path(tmp) / "control"), "PYTHONUNBUFFERED": "1"}
-        ports = {"entry": free_port(), "remote": free_port()}
-        app = Path(tmp) / "hop.yaml"
+        ports = {"remote": free_port(), "entry": free_port()}  # the remote starts first
         grpc_port = None if args.http_only else free_port()
-        app.write_text(yaml.safe_dump(application(ports["entry"], ports["remote"], grpc_port)))
+        apps = {"entry": Path(tmp) / "hop.yaml"}
+        apps["entry"].write_text(
+            yaml.safe_dump(application(ports["entry"], ports["remote"], grpc_port))
+        )
+        envs = {"remote": env, "entry": env}
+        if args.compare is not None:  # the same entry from another checkout's runtime/
+            ports["before"] = free_port()
+            apps["before"] = Path(tmp) / "before.yaml"
+            apps["before"].write_text(
+                yaml.safe_dump(application(ports["before"], ports["remote"], grpc_port))
+            )
+            envs["before"] = {**env, "PYTHONPATH": str(args.compare.resolve() / "runtime")}
         servers: dict[str, Server] = {}
         try:
-            for name in ("remote", "entry"):
+            for name, port in ports.items():
+                app = apps.get(name, apps["entry"])
+                agent = "remote" if name == "remote" else "entry"
                 argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(app)]
-                argv += ["--agent", name, "--no-control"]
+                argv += ["--agent", agent, "--no-control"]
                 servers[name] = await start(
-                    name, argv, env, f"serving {name}", http_port=ports[name]
+                    name, argv, envs[name], f"serving {agent}", http_port=port
                 )
             targets = {"direct": servers["remote"].url, "hop": servers["entry"].url}
-            for url in targets.values():  # warm up, and open the entry's client to remote
+            entries = {"direct": "entry", "hop": "entry"}  # whose busy share is printed
+            if "before" in servers:
+                targets["before"] = servers["before"].url
+                entries["before"] = "before"
+            for url in targets.values():  # warm up, and open the entries' clients to remote
                 await run_wrk(wrk, script, url, 2)
             for connections in args.connections:
                 series: dict[str, list[Run]] = {name: [] for name in targets}
                 cpu_ms: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
                 for index in range(args.rounds):
-                    order = list(targets) if index % 2 == 0 else list(reversed(targets))
+                    names = list(targets)
+                    order = names[index % len(names) :] + names[: index % len(names)]
+                    if index % 2:
+                        order.reverse()
                     for name in order:
                         work = run_wrk(wrk, script, targets[name], args.duration, connections)
-                        run, usage = await measured(servers, work, args.duration)
+                        run, usage = await measured(servers, work, args.duration, entries[name])
                         series[name].append(run)
                         cpu_ms[name].append(usage.cpu_ms)
                         errors += run.errors
+                        cpu = " ".join(f"{k} {v:.2f}" for k, v in usage.cpu_ms.items())
                         print(
                             f"c={connections} round {index + 1} {name:>6}: {run.rate:8.1f} req/s "
                             f"p50 {run.p50:7.2f} ms p99 {run.p99:7.2f} ms errors {run.errors}; "
-                            f"cpu ms/request remote {usage.cpu_ms['remote']:.2f} "
-                            f"entry {usage.cpu_ms['entry']:.2f}; entry on a CPU "
+                            f"cpu ms/request {cpu}; {entries[name]} on a CPU "
                             f"{usage.entry_on_cpu:.0%}, waiting for one {usage.entry_waiting:.0%}",
                             flush=True,
                         )
-                direct, hop = series["direct"], series["hop"]
-                print(
-                    f"\n{connections} concurrent sessions (medians of {args.rounds} rounds): "
-                    f"direct p50 {med(direct, 'p50'):.2f} ms p99 {med(direct, 'p99'):.2f} ms; "
-                    f"via entry p50 {med(hop, 'p50'):.2f} ms p99 {med(hop, 'p99'):.2f} ms\n"
-                    f"  added by the hop: p50 {med(hop, 'p50') - med(direct, 'p50'):+.2f} ms, "
-                    f"p99 {med(hop, 'p99') - med(direct, 'p99'):+.2f} ms; throughput "
-                    f"hop/direct {med(hop, 'rate') / med(direct, 'rate'):.2f}x "
-                    f"(load average {os.getloadavg()[0]:.1f})\n"
-                    f"  cpu ms/request of a hop: entry "
-                    f"{statistics.median(c['entry'] for c in cpu_ms['hop']):.2f} + remote "
-                    f"{statistics.median(c['remote'] for c in cpu_ms['hop']):.2f}; of a direct "
-                    f"call: remote {statistics.median(c['remote'] for c in cpu_ms['direct']):.2f}"
-                    "\n",
-                    flush=True,
-                )
+                report(connections, args.rounds, series, cpu_ms)
         finally:
             for server in servers.values():
                 await stop(server)
     return 1 if errors else 0
+
+
+def report(
+    connections: int,
+    rounds: int,
+    series: dict[str, list[Run]],
+    cpu_ms: dict[str, list[dict[str, float]]],
+) -> None:
+    """The medians of one concurrency: the hop against the direct call (and ``before``)."""
+    direct = series["direct"]
+
+    def cpu(target: str, server: str) -> float:
+        return statistics.median(c[server] for c in cpu_ms[target])
+
+    lines = [
+        f"{connections} concurrent sessions (medians of {rounds} rounds, load average "
+        f"{os.getloadavg()[0]:.1f}): direct p50 {med(direct, 'p50'):.2f} ms "
+        f"p99 {med(direct, 'p99'):.2f} ms; remote cpu ms/request {cpu('direct', 'remote'):.2f}"
+    ]
+    added: dict[str, tuple[float, float]] = {}
+    for target, entry in (("hop", "entry"), ("before", "before")):
+        if target not in series:
+            continue
+        runs = series[target]
+        added[target] = (med(runs, "p50") - med(direct, "p50"), cpu(target, entry))
+        lines.append(
+            f"  {target:>6}: via entry p50 {med(runs, 'p50'):.2f} ms p99 {med(runs, 'p99'):.2f} ms;"
+            f" added p50 {added[target][0]:+.2f} ms, p99 "
+            f"{med(runs, 'p99') - med(direct, 'p99'):+.2f} ms; throughput hop/direct "
+            f"{med(runs, 'rate') / med(direct, 'rate'):.2f}x; cpu ms/request of a hop: entry "
+            f"{added[target][1]:.2f} + remote {cpu(target, 'remote'):.2f}"
+        )
+    if "before" in added:
+        (hop_p50, hop_cpu), (old_p50, old_cpu) = added["hop"], added["before"]
+        lines.append(
+            f"  hop/before: entry cpu per hop {hop_cpu / old_cpu:.2f}x, added p50 "
+            f"{hop_p50 / old_p50:.2f}x, throughput "
+            f"{med(series['hop'], 'rate') / med(series['before'], 'rate'):.2f}x"
+        )
+    print("\n" + "\n".join(lines) + "\n", flush=True)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -178,6 +229,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--http-only",
         action="store_true",
         help="the remote advertises no gRPC port, so the entry delegates over JSON-RPC",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="CHECKOUT",
+        help="also serve 'before': the entry with CHECKOUT/runtime first on PYTHONPATH",
     )
     parser.add_argument(
         "--connections",
