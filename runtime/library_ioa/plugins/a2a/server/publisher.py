@@ -148,8 +148,16 @@ class TurnPublisher:
         """Within the grace period: answer at once (None), or start the task (the next event).
 
         A blocking send buffers streamed text meanwhile, so a quick text-only turn is one
-        Message; a streaming send starts its task at the first progress event.
+        Message; a streaming send starts its task at the first progress event. A task that
+        has started (an adopted turn, whose grace the fast handler spent) takes the next
+        event as it comes, with no timer and no task around the wait.
         """
+        if self._working:
+            try:
+                first = await anext(events)
+            except StopAsyncIteration:
+                first = TurnEnded("failed", message="the turn ended without a result")
+            return None if self._executor.canceled(self._task_id) else first
         loop = asyncio.get_running_loop()
         grace = 0.0 if self.return_immediately else self._executor.message_grace
         deadline = loop.time() + grace
