@@ -278,3 +278,15 @@ async def test_the_final_state_guard_checks_the_memory_store_without_a_read() ->
     assert inner.reads == 0
     stored = await guarded.get("t", CONTEXT)
     assert stored is not None and stored.status.state == DONE
+
+
+async def test_an_out_of_range_timestamp_is_saved_and_fails_listing_as_in_the_sdk_store() -> None:
+    odd = task("odd", DONE)
+    odd.status.timestamp.nanos = -1
+    messages = []
+    for store in (BoundedMemoryTaskStore(), InMemoryTaskStore()):
+        await store.save(odd, CONTEXT)
+        with pytest.raises(ValueError) as raised:
+            await store.list(ListTasksRequest(), CONTEXT)
+        messages.append(str(raised.value))
+    assert messages[0] == messages[1]

@@ -57,6 +57,7 @@ from a2a.utils.task import (
     decode_page_token,
     encode_list_tasks_cursor,
 )
+from google.protobuf.timestamp_pb2 import Timestamp
 from prometheus_client import Counter
 
 from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
@@ -87,7 +88,7 @@ class _Entry:
     data: bytes
     state: TaskState
     context_id: str
-    timestamp_ns: int | None  # the status timestamp; None when the status has none
+    timestamp: tuple[int, int] | None  # the status timestamp (seconds, nanos), if it has one
     written: float
 
     @property
@@ -97,6 +98,14 @@ class _Entry:
     @property
     def waiting(self) -> bool:
         return self.state in INTERRUPTED_STATES
+
+    @property
+    def timestamp_ns(self) -> int | None:
+        """The status timestamp in nanoseconds (``ValueError`` when out of range, as the SDK)."""
+        if self.timestamp is None:
+            return None
+        seconds, nanos = self.timestamp
+        return Timestamp(seconds=seconds, nanos=nanos).ToNanoseconds()
 
     def sort_key(self) -> tuple[bool, int, str]:
         """The SDK's ``ListTasks`` order, descending: (has timestamp, timestamp, id)."""
@@ -138,7 +147,9 @@ class BoundedMemoryTaskStore(TaskStore):
     async def save(self, task: Task, context: ServerCallContext) -> None:
         owner = self._resolve(context)
         status = task.status
-        stamp = status.timestamp.ToNanoseconds() if status.HasField("timestamp") else None
+        stamp = None
+        if status.HasField("timestamp"):
+            stamp = (status.timestamp.seconds, status.timestamp.nanos)
         entry = _Entry(
             task.id, task.SerializeToString(), status.state, task.context_id, stamp, self._clock()
         )
@@ -171,9 +182,7 @@ class BoundedMemoryTaskStore(TaskStore):
             entries = [e for e in entries if e.state == params.status]
         if params.HasField("status_timestamp_after"):
             after_ns = params.status_timestamp_after.ToNanoseconds()
-            entries = [
-                e for e in entries if e.timestamp_ns is not None and e.timestamp_ns >= after_ns
-            ]
+            entries = [e for e in entries if (ns := e.timestamp_ns) is not None and ns >= after_ns]
         entries.sort(key=_Entry.sort_key, reverse=True)
         total = len(entries)
         start = 0
