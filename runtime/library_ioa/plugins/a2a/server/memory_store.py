@@ -105,7 +105,8 @@ class _Entry:
         if self.timestamp is None:
             return None
         seconds, nanos = self.timestamp
-        return Timestamp(seconds=seconds, nanos=nanos).ToNanoseconds()
+        nanoseconds: int = Timestamp(seconds=seconds, nanos=nanos).ToNanoseconds()
+        return nanoseconds
 
     def sort_key(self) -> tuple[bool, int, str]:
         """The SDK's ``ListTasks`` order, descending: (has timestamp, timestamp, id)."""
