@@ -21,6 +21,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from typing import Protocol, runtime_checkable
 
 from a2a.server.cluster import (
     ConcurrentTaskModificationError,
@@ -70,18 +71,37 @@ def _refusal(stored: TaskState, task: Task) -> ConcurrentTaskModificationError:
     return ConcurrentTaskModificationError(task.id)
 
 
+@runtime_checkable
+class StoredStates(Protocol):
+    """A task store that tells the state of a task it holds without reading the task out."""
+
+    def stored_state(self, task_id: str, context: ServerCallContext) -> TaskState | None:
+        """The stored task's state; ``None`` when no such task is stored."""
+        ...
+
+
 class FinalStateTaskStore(TaskStore):
-    """An unversioned store (in memory) that never lets a terminal state be overwritten."""
+    """An unversioned store (in memory) that never lets a terminal state be overwritten.
+
+    Each save checks the state stored before it: asked of the inner store when it is
+    :class:`StoredStates` (the bounded memory store is), else read with ``get``.
+    """
 
     def __init__(self, inner: TaskStore) -> None:
         self.inner = inner
+        self._states = inner if isinstance(inner, StoredStates) else None
         self._lock = asyncio.Lock()
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         async with self._lock:  # one process: the check and the write are one step
-            stored = await self.inner.get(task.id, context)
-            if stored is not None and refuses(stored.status.state, task):
-                raise _refusal(stored.status.state, task)
+            if self._states is not None:
+                state = self._states.stored_state(task.id, context)
+            else:
+                stored = await self.inner.get(task.id, context)
+                state = None if stored is None else stored.status.state
+            if refuses(state, task):
+                assert state is not None
+                raise _refusal(state, task)
             await self.inner.save(task, context)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
@@ -179,5 +199,6 @@ __all__ = [
     "TERMINAL_STATES",
     "FinalStateTaskStore",
     "FinalStateVersionedStore",
+    "StoredStates",
     "refuses",
 ]

@@ -1,7 +1,8 @@
 """The bounded in-memory task store (``a2a.task_store: {type: memory}``, the default).
 
-:class:`BoundedMemoryTaskStore` is the SDK's ``InMemoryTaskStore`` with limits, so that a
-client sending task after task cannot grow the process without end:
+:class:`BoundedMemoryTaskStore` answers as the SDK's ``InMemoryTaskStore`` does (owner
+scoping, ``ListTasks`` filters, order and page tokens), with limits, so that a client
+sending task after task cannot grow the process without end:
 
 - ``max_tasks`` and ``max_bytes`` (a task's size is its serialized protobuf size, history
   and artifacts included): after a save that passes either, the least recently written
@@ -22,6 +23,16 @@ What a client sees for an evicted task is what it sees for a task id never issue
 naming the task answer the A2A ``TaskNotFoundError`` (JSON-RPC -32001, HTTP+JSON 404,
 gRPC NOT_FOUND), and ``ListTasks`` no longer lists it (docs/a2a.md).
 
+**A task is kept serialized.** A save stores the task's protobuf bytes (which its size
+needs anyway) and every read parses a new ``Task``: as with the SDK's copying store, a
+caller owns what it passes in and what it gets back, and may change either without a
+save. The SDK's store copies on the way in and again on the way out, and measures the
+size by serializing a third time; here a write costs one serialization. The state, the
+context id and the status timestamp are kept beside the bytes, so ``ListTasks`` parses
+only the page it returns and the final-state guard
+(:class:`~library_ioa.plugins.a2a.server.final_state.FinalStateTaskStore`) learns the
+stored state without reading the task (:meth:`BoundedMemoryTaskStore.stored_state`).
+
 Tasks are kept per owner (the SDK's owner scoping); the bookkeeping here is keyed by owner
 and task id. The clock is injectable (``clock``) so the TTL is testable without waiting.
 """
@@ -36,13 +47,21 @@ from dataclasses import dataclass
 
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver, resolve_user_scope
-from a2a.server.tasks import InMemoryTaskStore, TaskStore
-from a2a.types import ListTasksRequest, ListTasksResponse, Task
+from a2a.server.tasks import TaskStore
+from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
+from a2a.utils.errors import InvalidParamsError
+from a2a.utils.task import (
+    ListTasksCursor,
+    decode_list_tasks_cursor,
+    decode_page_token,
+    encode_list_tasks_cursor,
+)
+from google.protobuf.timestamp_pb2 import Timestamp
 from prometheus_client import Counter
 
 from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.metrics import A2A_REGISTRY
-from library_ioa.plugins.a2a.server.principals import Principal
 from mas.infra.models import (
     DEFAULT_MEMORY_MAX_BYTES,
     DEFAULT_MEMORY_MAX_TASKS,
@@ -58,13 +77,41 @@ TASK_STORE_EVICTIONS = Counter(
     registry=A2A_REGISTRY,
 )
 
+_Key = tuple[str, str]  # (owner, task id)
 
-@dataclass
+
+@dataclass(slots=True)
 class _Entry:
-    size: int
-    ended: bool
-    waiting: bool
+    """One stored task: its bytes and what listing, bounds and the guard read of it."""
+
+    task_id: str
+    data: bytes
+    state: TaskState
+    context_id: str
+    timestamp: tuple[int, int] | None  # the status timestamp (seconds, nanos), if it has one
     written: float
+
+    @property
+    def ended(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+    @property
+    def waiting(self) -> bool:
+        return self.state in INTERRUPTED_STATES
+
+    @property
+    def timestamp_ns(self) -> int | None:
+        """The status timestamp in nanoseconds (``ValueError`` when out of range, as the SDK)."""
+        if self.timestamp is None:
+            return None
+        seconds, nanos = self.timestamp
+        nanoseconds: int = Timestamp(seconds=seconds, nanos=nanos).ToNanoseconds()
+        return nanoseconds
+
+    def sort_key(self) -> tuple[bool, int, str]:
+        """The SDK's ``ListTasks`` order, descending: (has timestamp, timestamp, id)."""
+        stamp = self.timestamp_ns
+        return (stamp is not None, stamp or 0, self.task_id)
 
 
 class BoundedMemoryTaskStore(TaskStore):
@@ -91,41 +138,94 @@ class BoundedMemoryTaskStore(TaskStore):
         self.ttl_seconds = ttl_seconds
         self._resolve = owner_resolver
         self._clock = clock
-        self._inner = InMemoryTaskStore(owner_resolver=owner_resolver)
-        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._entries: OrderedDict[_Key, _Entry] = OrderedDict()  # least recently written first
+        self._owners: dict[str, dict[str, _Entry]] = {}  # what ListTasks walks
         self.bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        await self._inner.save(task, context)
-        key = (self._resolve(context), task.id)
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self.bytes -= old.size
-        state = task.status.state
+        owner = self._resolve(context)
+        status = task.status
+        stamp = None
+        if status.HasField("timestamp"):
+            stamp = (status.timestamp.seconds, status.timestamp.nanos)
         entry = _Entry(
-            task.ByteSize(), state in TERMINAL_STATES, state in INTERRUPTED_STATES, self._clock()
+            task.id, task.SerializeToString(), status.state, task.context_id, stamp, self._clock()
         )
+        key = (owner, task.id)
+        self._drop(key)
         self._entries[key] = entry
-        self.bytes += entry.size
-        await self._expire()
-        await self._enforce(keep=key)
+        self._owners.setdefault(owner, {})[task.id] = entry
+        self.bytes += len(entry.data)
+        self._expire()
+        self._enforce(keep=key)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        await self._expire()
-        return await self._inner.get(task_id, context)
+        self._expire()
+        entry = self._entries.get((self._resolve(context), task_id))
+        return None if entry is None else Task.FromString(entry.data)
+
+    def stored_state(self, task_id: str, context: ServerCallContext) -> TaskState | None:
+        """The state of the stored task (``None``: none stored), without reading it."""
+        self._expire()
+        entry = self._entries.get((self._resolve(context), task_id))
+        return None if entry is None else entry.state
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        await self._expire()
-        return await self._inner.list(params, context)
+        """The SDK's ``InMemoryTaskStore.list``: filters, order, page and page tokens."""
+        self._expire()
+        entries = list(self._owners.get(self._resolve(context), {}).values())
+        if params.context_id:
+            entries = [e for e in entries if e.context_id == params.context_id]
+        if params.status:
+            entries = [e for e in entries if e.state == params.status]
+        if params.HasField("status_timestamp_after"):
+            after_ns = params.status_timestamp_after.ToNanoseconds()
+            entries = [e for e in entries if (ns := e.timestamp_ns) is not None and ns >= after_ns]
+        entries.sort(key=_Entry.sort_key, reverse=True)
+        total = len(entries)
+        start = 0
+        if params.page_token:
+            cursor = decode_list_tasks_cursor(params.page_token)
+            if cursor is None:
+                start = _legacy_start(entries, params.page_token)
+            else:
+                after = cursor.sort_key()
+                start = next((i for i, e in enumerate(entries) if e.sort_key() < after), total)
+        page_size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
+        end = start + page_size
+        token = None
+        if end < total:
+            last = entries[end - 1]
+            token = encode_list_tasks_cursor(
+                ListTasksCursor(timestamp_ns=last.timestamp_ns, task_id=last.task_id)
+            )
+        response = ListTasksResponse(next_page_token=token, total_size=total, page_size=page_size)
+        for entry in entries[start:end]:
+            response.tasks.add().MergeFromString(entry.data)
+        return response
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        await self._inner.delete(task_id, context)
-        old = self._entries.pop((self._resolve(context), task_id), None)
-        if old is not None:
-            self.bytes -= old.size
+        key = (self._resolve(context), task_id)
+        if key not in self._entries:
+            logger.warning(
+                "Attempted to delete nonexistent task with id: %s for owner %s", task_id, key[0]
+            )
+        self._drop(key)
+
+    def _drop(self, key: _Key) -> _Entry | None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return None
+        self.bytes -= len(entry.data)
+        owner, task_id = key
+        tasks = self._owners[owner]
+        del tasks[task_id]
+        if not tasks:
+            del self._owners[owner]
+        return entry
 
     def _over(self) -> str | None:
         if len(self._entries) > self.max_tasks:
@@ -134,7 +234,7 @@ class BoundedMemoryTaskStore(TaskStore):
             return "bytes"
         return None
 
-    async def _expire(self) -> None:
+    def _expire(self) -> None:
         """Evict ended and waiting tasks older than the TTL (the oldest come first)."""
         cutoff = self._clock() - self.ttl_seconds
         expired = []
@@ -144,9 +244,9 @@ class BoundedMemoryTaskStore(TaskStore):
             if entry.ended or entry.waiting:
                 expired.append(key)
         for key in expired:
-            await self._evict(key, "ttl")
+            self._evict(key, "ttl")
 
-    async def _enforce(self, *, keep: tuple[str, str]) -> None:
+    def _enforce(self, *, keep: _Key) -> None:
         """While over a limit: evict ended tasks oldest first, then waiting ones."""
         while (reason := self._over()) is not None:
             key = self._oldest(keep, waiting=False) or self._oldest(keep, waiting=True)
@@ -159,18 +259,24 @@ class BoundedMemoryTaskStore(TaskStore):
                     self.bytes,
                 )
                 return
-            await self._evict(key, reason)
+            self._evict(key, reason)
 
-    def _oldest(self, keep: tuple[str, str], *, waiting: bool) -> tuple[str, str] | None:
+    def _oldest(self, keep: _Key, *, waiting: bool) -> _Key | None:
         for key, entry in self._entries.items():
             if key != keep and (entry.waiting if waiting else entry.ended):
                 return key
         return None
 
-    async def _evict(self, key: tuple[str, str], reason: str) -> None:
-        entry = self._entries.pop(key)
-        self.bytes -= entry.size
-        owner, task_id = key
-        await self._inner.delete(task_id, ServerCallContext(user=Principal(owner)))
+    def _evict(self, key: _Key, reason: str) -> None:
+        self._drop(key)
         TASK_STORE_EVICTIONS.labels(self.agent_id, reason).inc()
-        logger.debug("agent %s: task %s evicted (%s)", self.agent_id, task_id, reason)
+        logger.debug("agent %s: task %s evicted (%s)", self.agent_id, key[1], reason)
+
+
+def _legacy_start(entries: list[_Entry], page_token: str) -> int:
+    """The SDK's legacy page token: the base64 id of the page's first task."""
+    first = decode_page_token(page_token)
+    for index, entry in enumerate(entries):
+        if entry.task_id == first:
+            return index
+    raise InvalidParamsError(f"Invalid page token: {page_token}")
