@@ -152,6 +152,10 @@ class TurnPublisher:
         """
         loop = asyncio.get_running_loop()
         grace = 0.0 if self.return_immediately else self._executor.message_grace
+        if grace <= 0:
+            # No grace: the task starts now, not after one pass of the loop (in which a
+            # turn that never waits could end and be answered with a Message).
+            await self._start_task()
         deadline = loop.time() + grace
         buffered: list[TextDelta] = []
         while True:
