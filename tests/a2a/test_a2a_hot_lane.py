@@ -16,7 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fast_path_support import V1, body, normalised
+from a2a_support import STEP
+from fast_path_support import V1, body, exposure, normalised
+
+from library_ioa.plugins.a2a.server.publisher import QuickAnswer
 
 pytestmark = pytest.mark.integration
 
@@ -127,3 +130,30 @@ async def test_params_the_codec_leaves_to_protobuf_are_answered_alike(
     message["metadata"] = {"k": [1, 2.5, 1e16, None, True]}
     status, _, answer = await both_raw(*pair, body(message=message))
     assert status == 200 and '"result"' in answer, answer
+
+
+async def test_a_quick_plain_send_is_answered_without_building_a_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The lane hands plain params to FastSendHandler.on_plain_send, whose quick answer is
+    # written from its ids and text: building the protobuf Message would fail here.
+    def refuse(_: QuickAnswer) -> None:
+        raise AssertionError("the quick answer built a Message")
+
+    monkeypatch.setattr(QuickAnswer, "message", refuse)
+    async with exposure(fast=True) as url, httpx.AsyncClient(timeout=STEP) as http:
+        reply = await http.post(url + "/", content=body("quick plain"), headers=V1)
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert normalised(answer) == {
+        "result": {
+            "message": {
+                "messageId": "<uuid>",
+                "contextId": "<uuid>",
+                "role": "ROLE_AGENT",
+                "parts": [{"text": "plain"}],
+            }
+        },
+        "id": 7,
+        "jsonrpc": "2.0",
+    }

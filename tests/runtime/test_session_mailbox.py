@@ -11,7 +11,14 @@ from runtime_support import DEADLINE, GatedRunner, collect, ended, text_of
 from mas.ctl.session.mailbox import MailboxFull, SessionTurnMailbox
 from mas.runtime import metrics
 from mas.runtime.errors import MailboxClosed, RuntimeFailure
-from mas.runtime.turns import TurnEvent, TurnInput
+from mas.runtime.turns import (
+    ArtifactEmitted,
+    TextDelta,
+    TurnEnded,
+    TurnEvent,
+    TurnInput,
+    TurnRunner,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -244,4 +251,67 @@ async def test_turn_metrics_count_outcomes_and_queue_depth() -> None:
     )
     assert count is not None and count >= 2
     assert b"maslab_turns_total" in metrics.exposition()
+    await mailbox.aclose()
+
+
+class _ArtifactRunner(TurnRunner):
+    agent_id = "artifacts"
+
+    async def run(self, turn: TurnInput) -> AsyncIterator[TurnEvent]:
+        yield TextDelta("a")
+        if turn.text == "with artifact":
+            yield ArtifactEmitted("text", "notes", text="n")
+        yield TurnEnded("completed", text="a")
+
+
+async def test_a_ticket_tells_whether_its_turn_was_only_text() -> None:
+    mailbox = SessionTurnMailbox(_ArtifactRunner())
+    plain = mailbox.submit(turn("s1", "t1", "plain"))
+    rich = mailbox.submit(turn("s2", "t2", "with artifact"))
+    async with asyncio.timeout(DEADLINE):
+        await asyncio.gather(plain.result, rich.result)
+    assert plain.only_text and not rich.only_text
+    assert [type(e).__name__ for e in await collect(rich.events())] == [
+        "TextDelta",
+        "ArtifactEmitted",
+        "TurnEnded",
+    ]
+    await mailbox.aclose()
+
+
+class _CountingRunner(TurnRunner):
+    """Notes, as each turn starts, how many cancellations its task has pending."""
+
+    agent_id = "counting"
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelling: list[tuple[str, int]] = []
+
+    async def run(self, turn: TurnInput) -> AsyncIterator[TurnEvent]:
+        task = asyncio.current_task()
+        assert task is not None
+        self.cancelling.append((turn.text, task.cancelling()))
+        yield TextDelta(turn.text)
+        if turn.text == "long":
+            self.started.set()
+            await asyncio.sleep(DEADLINE)
+        yield TurnEnded("completed", text=turn.text)
+
+
+async def test_a_steer_leaves_no_cancellation_pending_for_what_runs_next() -> None:
+    # The generation runs in the session's worker, which a steer cancels: the worker takes
+    # that cancellation back, so the continuation and the next turn start with none
+    # pending (asyncio.timeout and TaskGroup in a runner rely on the count).
+    runner = _CountingRunner()
+    mailbox = SessionTurnMailbox(runner)
+    first = mailbox.submit(turn("s", "t1", "long"))
+    queued = mailbox.submit(turn("s", "t2", "next"))
+    async with asyncio.timeout(DEADLINE):
+        await runner.started.wait()
+        receipt = await mailbox.steer("s", "quick", "preempt")
+        assert receipt.applied == "preempted"
+        assert (await first.result).text == "longquick"
+        assert (await queued.result).status == "completed"
+    assert runner.cancelling == [("long", 0), ("quick", 0), ("next", 0)]
     await mailbox.aclose()

@@ -31,9 +31,12 @@ from library_ioa.plugins.a2a.server.codec import (
     message_dict,
     parse_plain_send,
     plain_message_dict,
+    read_plain_send,
     stream_response_dict,
 )
-from library_ioa.plugins.a2a.server.fast_jsonrpc import stream_item
+from library_ioa.plugins.a2a.server.executor import turn_from_message
+from library_ioa.plugins.a2a.server.fast_jsonrpc import render, render_plain, stream_item
+from library_ioa.plugins.a2a.server.publisher import QuickAnswer
 
 texts = st.text(max_size=12)
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), texts)
@@ -108,6 +111,38 @@ def test_required_fields_verdict_is_the_sdks(value: dict[str, Any]) -> None:
     request = sdk_parse(value)
     if request is not None:
         assert has_required_fields(request) == sdk_valid(request), request
+
+
+@settings(max_examples=400, deadline=None)
+@given(params)
+def test_the_plain_read_takes_what_the_plain_parse_takes(value: dict[str, Any]) -> None:
+    plain, fast = read_plain_send(value), parse_plain_send(value)
+    assert (plain is None) == (fast is None), value
+    if plain is not None and fast is not None:
+        assert plain.request() == fast
+        # The fast handler builds the turn from the read params as the executor builds it
+        # from the parsed message (the ids and text; plain params carry no data or metadata).
+        turn = turn_from_message(fast.message, "ctx", "task")
+        assert (turn.turn_id, turn.text, turn.data, dict(turn.metadata)) == (
+            plain.message_id,
+            plain.text,
+            None,
+            {},
+        )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.text(max_size=3), st.text(max_size=40))
+def test_a_quick_answer_writes_the_json_of_its_message(
+    text: str, message_id: str, context_id: str
+) -> None:
+    answer = QuickAnswer(message_id, context_id, text)
+    message = answer.message()
+    expected = MessageToDict(message)
+    assert answer.message_dict() == expected == plain_message_dict(message)
+    assert list(answer.message_dict()) == list(expected)  # the same key order
+    body = {"result": {"message": answer.message_dict()}, "id": 7, "jsonrpc": "2.0"}
+    assert render_plain(body) == render(body)
 
 
 def test_the_common_shape_takes_the_plain_parse() -> None:

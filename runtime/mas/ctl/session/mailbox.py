@@ -6,6 +6,13 @@ never reorder; different sessions run in parallel, one worker task per active se
 dropped when the session goes idle. Turns run in tasks the mailbox owns, never in the
 caller's task, so a caller that goes away never interrupts a turn.
 
+A turn's generation runs in its session's worker task itself: a steer or cancel cancels
+the worker while it is inside the generation (the only place it waits), the worker takes
+back that cancellation (``Task.uncancel``) and goes on with the continuation or the end.
+So a turn costs one task, not a worker and a generation task joined by ``asyncio.wait``.
+A worker cancelled by :meth:`SessionTurnMailbox.aclose` (``_closed`` set) ends its turn
+``canceled`` and stops.
+
 Bounds: at most ``max_pending_per_session`` queued (not running) turns per session and
 ``max_sessions`` sessions with queued or running turns; past either, :meth:`submit` raises
 :class:`~mas.runtime.errors.MailboxFull`. Memory per turn is the events of that turn.
@@ -24,7 +31,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from mas.runtime import metrics
 from mas.runtime.boundary.control import (
@@ -50,16 +57,21 @@ class TurnTicket:
     """A caller's handle on one submitted turn."""
 
     def __init__(self, turn: TurnInput, mailbox: SessionTurnMailbox) -> None:
+        loop = asyncio.get_running_loop()
         self.turn = turn
         self._mailbox = mailbox
-        self._queue: asyncio.Queue[TurnEvent] = asyncio.Queue()
-        self._result: asyncio.Future[TurnEnded] = asyncio.get_running_loop().create_future()
+        # The events not read yet, and the reader's waiter while it waits for more: one
+        # reader, so a deque and a future do what an asyncio.Queue does, for less.
+        self._events: deque[TurnEvent] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._result: asyncio.Future[TurnEnded] = loop.create_future()
         self._state: TicketState = "queued"
         self._detached = False
         self._consumed = False
         self._deltas = 0
+        self._only_text = True
         self.discarded = 0  # how many of the first TextDeltas a replace steer withdrew
-        self.submitted_at = asyncio.get_running_loop().time()
+        self.submitted_at = loop.time()
         self.trace_parent = tracing.capture()  # the submitter's span parents the turn's
 
     @property
@@ -72,6 +84,12 @@ class TurnTicket:
         """``queued``, ``running`` or ``done``."""
         return self._state
 
+    @property
+    def only_text(self) -> bool:
+        """Whether every event of the turn so far was a ``TextDelta`` (the end aside): once
+        :attr:`result` is done, whether its events were text and the end, nothing else."""
+        return self._only_text
+
     def events(self) -> AsyncIterator[TurnEvent]:
         """Wait for this turn, then yield its events, ending with ``TurnEnded``; call once."""
         if self._consumed:
@@ -80,11 +98,24 @@ class TurnTicket:
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[TurnEvent]:
+        events = self._events
         while True:
-            event = await self._queue.get()
+            while not events:
+                self._waiter = self._result.get_loop().create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+            event = events.popleft()
             yield event
             if isinstance(event, TurnEnded):
                 return
+
+    def _put(self, event: TurnEvent) -> None:
+        self._events.append(event)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def cancel_wait(self) -> None:
         """Stop waiting: a queued turn is withdrawn; a running one finishes and is kept.
@@ -94,7 +125,7 @@ class TurnTicket:
         if self._state == "queued":
             self._mailbox._withdraw(self)
         elif self._state == "running" and not self._detached:
-            self._queue.put_nowait(
+            self._put(
                 TurnEnded(
                     "canceled",
                     message=f"stopped waiting for turn {self.turn.turn_id!r}; "
@@ -106,8 +137,10 @@ class TurnTicket:
     def _push(self, event: TurnEvent) -> None:
         if isinstance(event, TextDelta):
             self._deltas += 1
+        elif not isinstance(event, TurnEnded):
+            self._only_text = False
         if not self._detached:
-            self._queue.put_nowait(event)
+            self._put(event)
 
     def _discard_streamed(self) -> None:
         """A replace steer: every text delta pushed so far is withdrawn from the answer."""
@@ -130,10 +163,10 @@ class _Interrupt:
 
 @dataclass
 class _Generation:
-    """The generation in flight on a session."""
+    """The generation in flight on a session, and the task running it (the worker)."""
 
     ticket: TurnTicket
-    task: asyncio.Task[TurnEnded] | None = None
+    task: asyncio.Task[None] | None = None
     text: list[str] = field(default_factory=list)
     interrupt: _Interrupt | None = None
 
@@ -167,6 +200,11 @@ class SessionTurnMailbox(ControlContract):
         self._closed = False
         self._idle = asyncio.Event()
         self._idle.set()
+        # The metric children of this agent, made at first use: ``labels()`` takes a lock
+        # and builds a key on every call.
+        self._depth_gauge: Any = None
+        self._latency: Any = None
+        self._outcomes: dict[str, Any] = {}
 
     @property
     def agent_id(self) -> str:
@@ -206,7 +244,7 @@ class SessionTurnMailbox(ControlContract):
             session.queue.append(ticket)
         self._queued += 1
         self._idle.clear()
-        metrics.QUEUE_DEPTH.labels(self._agent).set(self._queued)
+        self._show_depth()
         if session.worker is None:
             session.worker = asyncio.get_running_loop().create_task(
                 self._work(session), name=f"mailbox:{self._agent}:{turn.session_id}"
@@ -251,7 +289,7 @@ class SessionTurnMailbox(ControlContract):
                 self._end_unrun(session.queue.popleft(), "the mailbox closed before it ran")
         self._sessions.clear()
         self._queued = 0
-        metrics.QUEUE_DEPTH.labels(self._agent).set(0)
+        self._show_depth()
         self._idle.set()
 
     # -- ControlContract -------------------------------------------------------------
@@ -309,12 +347,28 @@ class SessionTurnMailbox(ControlContract):
         if index < session.front:
             session.front -= 1
         self._queued -= 1
-        metrics.QUEUE_DEPTH.labels(self._agent).set(self._queued)
+        self._show_depth()
         self._end_unrun(ticket, "withdrawn: the caller stopped waiting before it ran")
         self._forget_if_idle(session)
 
+    def _show_depth(self) -> None:
+        if self._depth_gauge is None:
+            self._depth_gauge = metrics.QUEUE_DEPTH.labels(self._agent)
+        self._depth_gauge.set(self._queued)
+
+    def _count(self, outcome: str, elapsed: float | None = None) -> None:
+        """A turn ended with ``outcome``; ``elapsed``: how long it ran (``None``: never ran)."""
+        counter = self._outcomes.get(outcome)
+        if counter is None:
+            counter = self._outcomes[outcome] = metrics.TURNS.labels(self._agent, outcome)
+        counter.inc()
+        if elapsed is not None:
+            if self._latency is None:
+                self._latency = metrics.TURN_LATENCY.labels(self._agent)
+            self._latency.observe(elapsed)
+
     def _end_unrun(self, ticket: TurnTicket, why: str) -> None:
-        metrics.TURNS.labels(self._agent, "withdrawn").inc()
+        self._count("withdrawn")
         ticket._finish(TurnEnded("canceled", message=f"turn {ticket.turn.turn_id!r} {why}"))
 
     def _forget_if_idle(self, session: _Session) -> None:
@@ -330,14 +384,15 @@ class SessionTurnMailbox(ControlContract):
                 if session.front:
                     session.front -= 1
                 self._queued -= 1
-                metrics.QUEUE_DEPTH.labels(self._agent).set(self._queued)
+                self._show_depth()
                 await self._run(session, ticket)
         finally:
             session.worker = None
             self._forget_if_idle(session)
 
     async def _run(self, session: _Session, ticket: TurnTicket) -> None:
-        loop = asyncio.get_running_loop()
+        worker = cast("asyncio.Task[None]", asyncio.current_task())
+        loop = worker.get_loop()
         started = loop.time()
         ticket._state = "running"
         turn, kept = ticket.turn, ""
@@ -347,22 +402,23 @@ class SessionTurnMailbox(ControlContract):
         with span_of_turn as span:
             try:
                 while ended is None:
-                    generation = _Generation(ticket)
+                    generation = _Generation(ticket, worker)
                     session.current = generation
-                    generation.task = loop.create_task(self._generate(turn, generation))
                     try:
-                        await asyncio.wait({generation.task})
+                        done: TurnEnded | None = await self._generate(turn, generation)
                     except asyncio.CancelledError:
-                        generation.task.cancel()
-                        await asyncio.wait({generation.task})
-                        ended = TurnEnded(
-                            "canceled",
-                            text=kept + "".join(generation.text),
-                            message=f"agent {self._agent!r} shut down while the turn ran",
-                        )
-                        raise
-                    if generation.interrupt is None and not generation.task.cancelled():
-                        done = generation.task.result()
+                        if self._closed or generation.interrupt is None:
+                            # aclose() (or a cancel not the mailbox's own): the turn ends here
+                            ended = TurnEnded(
+                                "canceled",
+                                text=kept + "".join(generation.text),
+                                message=f"agent {self._agent!r} shut down while the turn ran",
+                            )
+                            raise
+                        done = None
+                    if generation.interrupt is not None:
+                        worker.uncancel()  # the steer's or cancel's own cancellation, taken back
+                    elif done is not None:
                         # a question stays the question; any other end carries the kept prefix
                         keep = kept and done.status != "input_required"
                         ended = replace(done, text=kept + done.text) if keep else done
@@ -387,9 +443,8 @@ class SessionTurnMailbox(ControlContract):
             finally:
                 session.current = None
                 final = ended or TurnEnded("canceled", message="the turn was abandoned")
-                metrics.TURNS.labels(self._agent, final.status).inc()
                 elapsed = loop.time() - started
-                metrics.TURN_LATENCY.labels(self._agent).observe(elapsed)
+                self._count(final.status, elapsed)
                 ticket._finish(final)
                 self._report(ticket, final, elapsed, wait, span)
 

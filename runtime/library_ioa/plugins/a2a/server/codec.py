@@ -6,6 +6,8 @@
   directly; ``None`` for anything else, which the caller then reads with
   protobuf's ``ParseDict`` as the SDK does. For the shape it accepts it builds exactly what
   ``ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)`` builds.
+  :func:`read_plain_send` reads the same shape into a :class:`PlainSend` without building
+  the protobuf (its ``request()`` does), for a caller that may not need it.
 - :func:`plain_message_dict`: ``MessageToDict`` of a ``Message`` holding only ids, a role
   and text parts (the fast handler's answer), built directly; ``None`` for any other.
 - :func:`stream_response_dict`: ``MessageToDict(to_stream_response(event))`` of a stream
@@ -45,10 +47,12 @@ from google.protobuf.message import Message as ProtoMessage
 
 __all__ = [
     "PLAIN_SEND_STATE",
+    "PlainSend",
     "has_required_fields",
     "message_dict",
     "parse_plain_send",
     "plain_message_dict",
+    "read_plain_send",
     "stream_response_dict",
 ]
 
@@ -60,8 +64,34 @@ _ROLES = frozenset(Role.keys()) - {"ROLE_UNSPECIFIED"}
 PLAIN_SEND_STATE = "mas.plain_send"
 
 
-def parse_plain_send(params: dict[str, Any]) -> SendMessageRequest | None:
-    """The request of plain params (module docstring), else ``None``."""
+@dataclass(frozen=True)
+class PlainSend:
+    """Plain params (module docstring) as read, before protobuf is built from them."""
+
+    role: str
+    message_id: str
+    context_id: str
+    texts: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The text parts joined as the executor joins them (``turn_from_message``)."""
+        return "\n".join(self.texts)
+
+    def request(self) -> SendMessageRequest:
+        """The ``SendMessageRequest`` of these params (what ``ParseDict`` builds)."""
+        return SendMessageRequest(
+            message=Message(
+                role=Role.Value(self.role),
+                message_id=self.message_id,
+                context_id=self.context_id,
+                parts=[Part(text=text) for text in self.texts],
+            )
+        )
+
+
+def read_plain_send(params: dict[str, Any]) -> PlainSend | None:
+    """The :class:`PlainSend` of plain params (module docstring), else ``None``."""
     if params.keys() != {"message"}:
         return None
     message = params["message"]
@@ -84,14 +114,13 @@ def parse_plain_send(params: dict[str, Any]) -> SendMessageRequest | None:
         if type(part) is not dict or part.keys() != {"text"} or type(part["text"]) is not str:
             return None
         texts.append(part["text"])
-    return SendMessageRequest(
-        message=Message(
-            role=Role.Value(role),
-            message_id=message_id,
-            context_id=context_id,
-            parts=[Part(text=text) for text in texts],
-        )
-    )
+    return PlainSend(role, message_id, context_id, tuple(texts))
+
+
+def parse_plain_send(params: dict[str, Any]) -> SendMessageRequest | None:
+    """The request of plain params (module docstring), else ``None``."""
+    plain = read_plain_send(params)
+    return None if plain is None else plain.request()
 
 
 _PLAIN_MESSAGE_FIELDS = frozenset({"message_id", "context_id", "task_id", "role", "parts"})

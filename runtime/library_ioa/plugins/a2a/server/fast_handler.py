@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +51,6 @@ from typing import Any
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.types import (
     CancelTaskRequest,
-    Message,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
@@ -69,7 +67,7 @@ from a2a.utils.input_mode_validator import validate_input_modes
 from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import apply_history_length, validate_history_length
 
-from library_ioa.plugins.a2a.server.codec import PLAIN_SEND_STATE, has_required_fields
+from library_ioa.plugins.a2a.server.codec import PLAIN_SEND_STATE, PlainSend, has_required_fields
 from library_ioa.plugins.a2a.server.executor import (
     ADOPTED_STATE,
     STREAMING_STATE,
@@ -80,7 +78,8 @@ from library_ioa.plugins.a2a.server.executor import (
 from library_ioa.plugins.a2a.server.fast_stream import Event, Listener, StreamRun, events_of
 from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
-from library_ioa.plugins.a2a.server.publisher import TurnTicketLike, quick_answer
+from library_ioa.plugins.a2a.server.ids import random_uuid
+from library_ioa.plugins.a2a.server.publisher import QuickAnswer, TurnTicketLike, quick_answer
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import TextDelta, TurnEnded, TurnEvent, TurnInput
 
@@ -148,6 +147,10 @@ async def _wait(future: asyncio.Future[Any], timeout: float) -> None:
         future.remove_done_callback(wake)
 
 
+def _request(params: SendMessageRequest | PlainSend) -> SendMessageRequest:
+    return params if isinstance(params, SendMessageRequest) else params.request()
+
+
 def fast_eligible(params: SendMessageRequest) -> bool:
     """Whether a blocking send may take the fast path (a new task, nothing asked of a task)."""
     if not params.HasField("message") or params.message.task_id:
@@ -187,6 +190,15 @@ class FastSendHandler(CountingRequestHandler):
             )
         return await self._unary("SendMessage", self._send(params, context), context, params)
 
+    async def on_plain_send(self, plain: PlainSend, context: Any) -> Any:
+        """``on_message_send`` of plain params (``codec.read_plain_send``), for the JSON-RPC
+        route: a quick answer comes back as its :class:`QuickAnswer` (no ``Message`` is
+        built for it), anything else as ``on_message_send`` answers it."""
+        if self._mailbox is None:
+            return await self.on_message_send(plain.request(), context)
+        context.state[STREAMING_STATE] = False
+        return await self._unary("SendMessage", self._plain_send(plain, context), context, plain)
+
     async def _send(self, params: SendMessageRequest, context: Any) -> Any:
         # The SDK's checks, in its order (validate_request_params, then _setup_active_task).
         if not context.state.get(PLAIN_SEND_STATE) and not has_required_fields(params):
@@ -196,23 +208,46 @@ class FastSendHandler(CountingRequestHandler):
             validate_input_modes(params.message, self._agent_card)
         message = params.message
         # The ids the SDK's RequestContext would generate (UUIDGenerator).
-        task_id = str(uuid.uuid4())
-        context_id = message.context_id or str(uuid.uuid4())
+        task_id = random_uuid()
+        context_id = message.context_id or random_uuid()
+        turn = turn_from_message(message, context_id, task_id)
+        answer = await self._answer(turn, params, context, task_id)
+        return quick_answer(context_id, answer) if isinstance(answer, str) else answer
+
+    async def _plain_send(self, plain: PlainSend, context: Any) -> Any:
+        # Plain params pass every check of _send: each required field is set, there is no
+        # configuration, and no part names a media type (codec.read_plain_send).
+        context_id = plain.context_id or random_uuid()
+        turn = TurnInput(context_id, plain.message_id, plain.text)  # turn_from_message's
+        answer = await self._answer(turn, plain, context)
+        return QuickAnswer(random_uuid(), context_id, answer) if isinstance(answer, str) else answer
+
+    async def _answer(
+        self,
+        turn: TurnInput,
+        params: SendMessageRequest | PlainSend,
+        context: Any,
+        task_id: str | None = None,
+    ) -> Any:
+        """The text of the turn's quick answer, else what the blocking send answers: the
+        task of the adopted turn (``task_id``, or a new one), or the SDK's when the mailbox
+        refuses the turn."""
         assert self._mailbox is not None
         try:
-            ticket = self._mailbox.submit(turn_from_message(message, context_id, task_id))
+            ticket = self._mailbox.submit(turn)
         except RuntimeFailure:
             # The executor submits again and reports the refusal as the task's failure.
-            return await DefaultRequestHandler.on_message_send(self, params, context)
+            return await DefaultRequestHandler.on_message_send(self, _request(params), context)
         try:
-            answer = await self._quick_answer(ticket, task_id, context_id)
+            answer = await self._quick_answer(ticket)
         except asyncio.CancelledError:
             ticket.cancel_wait()
             raise
-        if isinstance(answer, Message):
+        if isinstance(answer, str):
             return answer
-        context.state[ADOPTED_STATE] = AdoptedTurn(task_id, context_id, answer)
-        return await self._blocking_run(params, context)
+        adopted = AdoptedTurn(task_id or random_uuid(), turn.session_id, answer)
+        context.state[ADOPTED_STATE] = adopted
+        return await self._blocking_run(_request(params), context)
 
     async def _blocking_run(self, params: SendMessageRequest, context: Any) -> Task:
         """The SDK's blocking ``on_message_send`` of the adopted turn, on a :class:`StreamRun`.
@@ -244,14 +279,18 @@ class FastSendHandler(CountingRequestHandler):
             raise InternalError(message="Task ID mismatch in agent response")
         return apply_history_length(result, params.configuration)
 
-    async def _quick_answer(
-        self, ticket: Any, task_id: str, context_id: str
-    ) -> Message | TurnTicketLike:
-        """The ``Message`` of a quick text-only turn, else the ticket to hand over."""
+    async def _quick_answer(self, ticket: Any) -> str | TurnTicketLike:
+        """The text of a quick text-only turn's answer, else the ticket to hand over."""
         result: asyncio.Future[TurnEnded] | None = getattr(ticket, "result", None)
         grace = self._executor.message_grace
         if result is not None and not result.done() and grace > 0:
             await _wait(result, grace)
+        if result is not None and result.done() and getattr(ticket, "only_text", False):
+            # Ended with text and nothing else (the mailbox's ticket says so): its end is
+            # the answer, without reading the events back.
+            ended = result.result()
+            if ended.status == "completed":
+                return ended.text
         stream = ticket.events().__aiter__()
         replay = _Replay(ticket, stream)
         if result is None or not result.done():
@@ -265,7 +304,7 @@ class FastSendHandler(CountingRequestHandler):
         end = replay.seen[-1] if replay.seen else None
         if not isinstance(end, TurnEnded) or end.status != "completed":
             return replay
-        return quick_answer(context_id, end.text)
+        return end.text
 
     # -- streaming: a new task's streamed turn on a StreamRun (fast_stream.py) ------------
 

@@ -13,7 +13,11 @@ params are read as the SDK reads them (protobuf's ``ParseDict``; the plain commo
 by :func:`~library_ioa.plugins.a2a.server.codec.parse_plain_send`, to the same result), the call
 context comes from the same context builder, the result and every error are shaped by
 the SDK's ``MessageToDict``, ``JSONRPC20Response`` and ``build_error_response``, and the
-body is rendered byte for byte as Starlette's ``JSONResponse`` renders it.
+body is rendered byte for byte as Starlette's ``JSONResponse`` renders it. A plain
+``SendMessage`` goes to the handler's ``on_plain_send`` when it has one
+(``FastSendHandler``): the params as read (``codec.read_plain_send``), no protobuf built
+unless the turn needs a task, and a quick answer comes back as its ``QuickAnswer``, whose
+JSON is written without building the ``Message`` (the same bytes).
 
 A stream is answered as the dispatcher answers it: an error before the first event as a
 JSON error, then sse-starlette's ``EventSourceResponse`` (its headers, pings, disconnect
@@ -35,7 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any
 
 import a2a.client  # noqa: F401  # first: see library_ioa.plugins.a2a.__init__
@@ -64,10 +68,12 @@ from starlette.routing import BaseRoute, Route
 
 from library_ioa.plugins.a2a.server.codec import (
     PLAIN_SEND_STATE,
-    parse_plain_send,
+    PlainSend,
     plain_message_dict,
+    read_plain_send,
     stream_response_dict,
 )
+from library_ioa.plugins.a2a.server.publisher import QuickAnswer
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +159,10 @@ class FastJsonRpcEndpoint:
         self._batches: Callable[[Any, Any], AsyncGenerator[list[Any], None]] | None = getattr(
             request_handler, "message_stream_batches", None
         )
+        # The handler's send of plain params (FastSendHandler.on_plain_send), if it has one.
+        self._plain: Callable[[PlainSend, Any], Awaitable[Any]] | None = getattr(
+            request_handler, "on_plain_send", None
+        )
 
     async def handle(self, request: Request) -> Response:
         """Answer one JSON-RPC POST."""
@@ -168,30 +178,42 @@ class FastJsonRpcEndpoint:
         """The answer to one hot request, or ``None`` for the SDK's dispatcher to give."""
         if method == STREAM_METHOD and self._batches is None:
             return None
-        send = parse_plain_send(params)
-        checked = send is not None
-        if send is None:
+        plain = read_plain_send(params)
+        send: SendMessageRequest | None = None
+        if plain is None:
             try:
                 send = ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)
             except Exception:
                 return None  # the SDK's own error
+        elif method == STREAM_METHOD or self._plain is None:
+            send = plain.request()
+        tenant = "" if send is None else send.tenant  # plain params name no tenant
         if self._default_context:
-            call_context = default_call_context(request, send.tenant)
+            call_context = default_call_context(request, tenant)
         else:
             call_context = self._context_builder.build(request)
-            call_context.tenant = send.tenant
-        if checked:  # every required field is there (codec.parse_plain_send)
+            call_context.tenant = tenant
+        if plain is not None:  # every required field is there (codec.read_plain_send)
             call_context.state[PLAIN_SEND_STATE] = True
         call_context.state["method"] = method
         call_context.state["request_id"] = request_id
         if method == STREAM_METHOD:
+            assert send is not None
             return await self._stream(request_id, send, call_context)
         try:
-            answer = await self._handler.on_message_send(send, call_context)
+            if send is None:
+                assert plain is not None and self._plain is not None
+                answer = await self._plain(plain, call_context)
+            else:
+                answer = await self._handler.on_message_send(send, call_context)
+            if isinstance(answer, QuickAnswer):
+                message = answer.message_dict()
+                body = {"result": {"message": message}, "id": request_id, "jsonrpc": "2.0"}
+                return Response(render_plain(body), media_type=JSON)
             if isinstance(answer, Task):  # MessageToDict(SendMessageResponse(task=answer))
                 result = stream_response_dict(answer)
-            elif (plain := plain_message_dict(answer)) is not None:
-                body = {"result": {"message": plain}, "id": request_id, "jsonrpc": "2.0"}
+            elif (plain_dict := plain_message_dict(answer)) is not None:
+                body = {"result": {"message": plain_dict}, "id": request_id, "jsonrpc": "2.0"}
                 return Response(render_plain(body), media_type=JSON)
             else:
                 result = MessageToDict(SendMessageResponse(message=answer))

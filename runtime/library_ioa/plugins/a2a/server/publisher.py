@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 from library_ioa.plugins.a2a.parts import artifact_parts
+from library_ioa.plugins.a2a.server.ids import random_uuid
 from mas.runtime.turns import (
     ArtifactEmitted,
     Delegated,
@@ -36,12 +38,41 @@ def quick_answer(context_id: str, text: str) -> Message:
     answer is not a task), so an id would name a task that ``GetTask`` cannot find and a
     follow-up could not continue. The conversation goes on by ``contextId``.
     """
-    return Message(
-        role=Role.ROLE_AGENT,
-        message_id=str(uuid.uuid4()),
-        context_id=context_id,
-        parts=[Part(text=text)],
-    )
+    return QuickAnswer(random_uuid(), context_id, text).message()
+
+
+@dataclass(frozen=True)
+class QuickAnswer:
+    """The :func:`quick_answer` ``Message`` before it is built: for a route that writes its
+    JSON (:meth:`message_dict`) without building the protobuf first."""
+
+    message_id: str
+    context_id: str
+    text: str
+
+    def message(self) -> Message:
+        """The ``Message``."""
+        return Message(
+            role=Role.ROLE_AGENT,
+            message_id=self.message_id,
+            context_id=self.context_id,
+            parts=[Part(text=self.text)],
+        )
+
+    def message_dict(self) -> dict[str, Any]:
+        """``MessageToDict(self.message())``, written directly (its fields, in its order:
+        an empty id is left out, as proto3 leaves out every unset string)."""
+        result: dict[str, Any] = {}
+        if self.message_id:
+            result["messageId"] = self.message_id
+        if self.context_id:
+            result["contextId"] = self.context_id
+        result["role"] = _AGENT_ROLE
+        result["parts"] = [{"text": self.text}]
+        return result
+
+
+_AGENT_ROLE = Role.Name(Role.ROLE_AGENT)
 
 
 class TurnTicketLike(Protocol):
@@ -160,6 +191,10 @@ class TurnPublisher:
             return None if self._executor.canceled(self._task_id) else first
         loop = asyncio.get_running_loop()
         grace = 0.0 if self.return_immediately else self._executor.message_grace
+        if grace <= 0:
+            # No grace: the task starts now, not after one pass of the loop (in which a
+            # turn that never waits could end and be answered with a Message).
+            await self._start_task()
         deadline = loop.time() + grace
         buffered: list[TextDelta] = []
         while True:
