@@ -50,7 +50,7 @@ from mas_operator.children import CHILD_KINDS
 from mas_operator.indexes import ChildIndex
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
-from mas_operator.names import MANAGED_BY
+from mas_operator.names import ANNOTATION_DIFFBASE, MANAGED_BY
 from mas_operator.noops import Applied, ChildKey, digest
 from mas_operator.probes import JOB_KIND, conformance_run
 from mas_operator.reconcile import Outcome, reconcile
@@ -119,7 +119,7 @@ class OperatorContext:
 
     def remember(self, body: Mapping[str, Any]) -> None:
         uid = str(body["metadata"]["uid"])
-        self.apps[uid] = dict(body)
+        self.apps[uid] = kept_copy(body)
 
     def forget(self, uid: str) -> None:
         self.apps.pop(uid, None)
@@ -131,6 +131,19 @@ class OperatorContext:
         self.statuses.pop(uid, None)
         self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
+
+
+def kept_copy(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The copy of an Application the operator keeps between events: all of it but its
+    ``managedFields`` and kopf's diff base (the spec again, as JSON), which no reconcile
+    reads."""
+    kept = dict(body)
+    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k != "managedFields"}
+    annotations = meta.get("annotations")
+    if annotations and ANNOTATION_DIFFBASE in annotations:
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != ANNOTATION_DIFFBASE}
+    kept["metadata"] = meta
+    return kept
 
 
 def inputs_digest(body: Mapping[str, Any], children: Mapping[str, list[dict[str, Any]]]) -> str:
