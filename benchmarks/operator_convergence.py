@@ -95,6 +95,7 @@ WRITES = {"create", "update", "patch", "delete", "deletecollection"}
 # that allocated and by the innermost line of the operator or kopf that led to it.
 TRACED_OPERATOR = """
 import os, signal, sys, tracemalloc
+from mas_operator.cli import main  # imported before tracing starts: what it holds is not traced
 tracemalloc.start(int(os.environ["BENCH_TRACE_FRAMES"]))
 taken = []
 def ours(trace):
@@ -103,6 +104,7 @@ def ours(trace):
             return f"{frame.filename.rsplit('site-packages/', 1)[-1]}:{frame.lineno}"
     return "elsewhere"
 def dump(*_):
+    rss = [l for l in open("/proc/self/status") if l.startswith(("VmRSS", "VmHWM"))]
     snapshot = tracemalloc.take_snapshot()
     total = sum(s.size for s in snapshot.statistics("filename"))
     by_site = {}
@@ -113,14 +115,14 @@ def dump(*_):
     taken.append(1)
     path = os.path.join(os.environ["BENCH_TRACE_DIR"], f"snapshot-{len(taken)}.txt")
     with open(path, "w") as out:
-        out.write(f"traced {total / 2**20:.1f} MiB\\n\\nby the allocating line:\\n")
+        out.write(f"traced {total / 2**20:.1f} MiB; {' '.join(' '.join(rss).split())}\\n")
+        out.write("\\nby the allocating line:\\n")
         for stat in snapshot.statistics("lineno")[:30]:
             out.write(f"{stat.size / 2**20:8.2f} MiB {stat.count:>8} {stat.traceback[0]}\\n")
         out.write("\\nby the innermost line of the operator or kopf:\\n")
         for key, (size, count) in sorted(by_site.items(), key=lambda kv: -kv[1][0])[:40]:
             out.write(f"{size / 2**20:8.2f} MiB {count:>8} {key}\\n")
 signal.signal(signal.SIGUSR1, dump)
-from mas_operator.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -262,7 +264,7 @@ def run_operator_scenario(
     if trace_dir is not None:
         trace_dir.mkdir(parents=True, exist_ok=True)
         entry = ["-c", TRACED_OPERATOR]
-        extra |= {"BENCH_TRACE_DIR": str(trace_dir), "BENCH_TRACE_FRAMES": "16"}
+        extra |= {"BENCH_TRACE_DIR": str(trace_dir), "BENCH_TRACE_FRAMES": "6"}
     proc = subprocess.Popen(
         [
             sys.executable,
