@@ -11,6 +11,13 @@ exists; the baseline, in the same run, is a plain client server-side applying th
 manifests (from the same builders) one by one. Printed: both times, their ratio, and the
 operator's peak RSS (``VmHWM``).
 
+``--variants`` runs the operator once per set of environment variables (``;`` between
+sets, ``,`` between variables, ``default`` for none), each in a fresh namespace against the
+same baseline: e.g. ``--variants 'default;MALLOC_ARENA_MAX=2'`` compares glibc's arenas in
+one run. ``--tracemalloc DIR`` starts the operator under :mod:`tracemalloc` (slower: for
+finding where the memory is, not for the ratio) and writes the largest allocation sites to
+``DIR`` when it has converged and at the end of the idle window.
+
 ``--idle S`` then leaves the converged operator alone for S seconds (nothing is changed, and
 the benchmark makes no request) and counts, from the API server's audit log, every request
 made in that window by client (user agent) and verb: the steady state at that size,
@@ -84,9 +91,58 @@ rules:
 """
 WRITES = {"create", "update", "patch", "delete", "deletecollection"}
 
+# The operator under tracemalloc: SIGUSR1 writes the largest allocation sites, by the line
+# that allocated and by the innermost line of the operator or kopf that led to it.
+TRACED_OPERATOR = """
+import os, signal, sys, tracemalloc
+from mas_operator.cli import main  # imported before tracing starts: what it holds is not traced
+tracemalloc.start(int(os.environ["BENCH_TRACE_FRAMES"]))
+taken = []
+def ours(trace):
+    for frame in reversed(trace.traceback):  # innermost first
+        if "mas_operator" in frame.filename or "/kopf/" in frame.filename:
+            return f"{frame.filename.rsplit('site-packages/', 1)[-1]}:{frame.lineno}"
+    return "elsewhere"
+def dump(*_):
+    rss = [l for l in open("/proc/self/status") if l.startswith(("VmRSS", "VmHWM"))]
+    snapshot = tracemalloc.take_snapshot()
+    total = sum(s.size for s in snapshot.statistics("filename"))
+    by_site = {}
+    for stat in snapshot.statistics("traceback"):
+        key = ours(stat)
+        size, count = by_site.get(key, (0, 0))
+        by_site[key] = (size + stat.size, count + stat.count)
+    taken.append(1)
+    path = os.path.join(os.environ["BENCH_TRACE_DIR"], f"snapshot-{len(taken)}.txt")
+    with open(path, "w") as out:
+        out.write(f"traced {total / 2**20:.1f} MiB; {' '.join(' '.join(rss).split())}\\n")
+        out.write("\\nby the allocating line:\\n")
+        for stat in snapshot.statistics("lineno")[:30]:
+            out.write(f"{stat.size / 2**20:8.2f} MiB {stat.count:>8} {stat.traceback[0]}\\n")
+        out.write("\\nby the innermost line of the operator or kopf:\\n")
+        for key, (size, count) in sorted(by_site.items(), key=lambda kv: -kv[1][0])[:40]:
+            out.write(f"{size / 2**20:8.2f} MiB {count:>8} {key}\\n")
+signal.signal(signal.SIGUSR1, dump)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def parse_variants(text: str) -> list[dict[str, str]]:
+    """``default;A=1,B=2`` as a list of environments (``default``: none added)."""
+    out = []
+    for part in (p.strip() for p in text.split(";")):
+        pairs = [] if part in ("", "default") else part.split(",")
+        out.append(dict(pair.split("=", 1) for pair in pairs))
+    return out
+
+
+def describe_env(env: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in env.items()) or "default"
+
 
 @dataclass
 class Result:
+    variant: str
     scenario: str
     size: int
     objects: int
@@ -195,17 +251,24 @@ def run_operator_scenario(
     resync: float,
     idle: float = 0.0,
     audit_log: Path | None = None,
+    env: dict[str, str] | None = None,
+    trace_dir: Path | None = None,
 ) -> tuple[float, float, dict[str, int], float, dict[str, int], tuple[float, float]]:
     ns = namespace(cp)
     custom = k8s.CustomObjectsApi(cp.api_client())
     apps = k8s.AppsV1Api(cp.api_client())
     expected = sum(len(d["spec"]["endpoints"]) for d in docs)
     log_file = log.open("w")
+    extra = dict(env or {})
+    entry = ["-m", "mas_operator.cli"]
+    if trace_dir is not None:
+        trace_dir.mkdir(parents=True, exist_ok=True)
+        entry = ["-c", TRACED_OPERATOR]
+        extra |= {"BENCH_TRACE_DIR": str(trace_dir), "BENCH_TRACE_FRAMES": "6"}
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "mas_operator.cli",
+            *entry,
             "run",
             "-n",
             ns,
@@ -221,6 +284,7 @@ def run_operator_scenario(
         env={
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(REPO / "operator"), str(REPO / "runtime")]),
+            **extra,
         },
     )
     try:
@@ -256,6 +320,8 @@ def run_operator_scenario(
         wait_until(converged, 3600, f"convergence (operator log: {log})", every)
         took = time.perf_counter() - started
         rss, converged_cpu = peak_rss_mib(proc.pid), cpu_s(proc.pid)
+        if trace_dir is not None:
+            dump_snapshot(proc.pid, trace_dir, 1)
         requests: dict[str, int] = {}
         by_verb: dict[str, int] = {}
         idle_rss, idle_cpu = float("nan"), 0.0
@@ -268,6 +334,8 @@ def run_operator_scenario(
             after, idle_cpu = request_totals(cp), cpu_s(proc.pid) - cpu_before
             by_verb = {verb: n for verb, n in (after - before).items() if n}
             idle_rss = rss_mib(proc.pid)
+            if trace_dir is not None:
+                dump_snapshot(proc.pid, trace_dir, 2)
             time.sleep(2.0)  # the audit backend flushes
             requests = count_requests(audit_log, since, until)
     finally:
@@ -279,6 +347,14 @@ def run_operator_scenario(
             proc.wait(10)
         log_file.close()
     return took, rss, requests, idle_rss, by_verb, (converged_cpu, idle_cpu)
+
+
+def dump_snapshot(pid: int, trace_dir: Path, number: int) -> None:
+    """Ask the traced operator for its ``number``-th snapshot and wait until it is written."""
+    os.kill(pid, signal.SIGUSR1)
+    path = trace_dir / f"snapshot-{number}.txt"
+    wait_until(lambda: path.exists() and "innermost" in path.read_text(), 600, str(path), 1.0)
+    print(f"  tracemalloc snapshot {number}: {path}", flush=True)
 
 
 def run_baseline(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, int]:
@@ -335,7 +411,16 @@ def main() -> int:
         action="store_true",
         help="no kube-controller-manager (no ReplicaSets or Pods: less load on a small machine)",
     )
+    parser.add_argument(
+        "--variants",
+        default="default",
+        help="';'-separated operator environments, e.g. 'default;MALLOC_ARENA_MAX=2'",
+    )
+    parser.add_argument(
+        "--tracemalloc", type=Path, help="run the operator under tracemalloc; snapshots here"
+    )
     args = parser.parse_args()
+    variants = parse_variants(args.variants)
     ok, why = binaries_available()
     if not ok:
         print(why, file=sys.stderr)
@@ -368,25 +453,33 @@ def main() -> int:
                 if scenario not in wanted:
                     continue
                 baseline, objects = run_baseline(cp, docs)
-                log = logs / f"operator-{scenario}-{size}.log"
-                operator, rss, requests, idle_rss, by_verb, cpu = run_operator_scenario(
-                    cp, docs, log, resync=args.resync, idle=args.idle, audit_log=audit_log
-                )
-                results.append(
-                    Result(
-                        scenario, size, objects, operator, baseline, rss,
-                        args.idle, requests, idle_rss, by_verb, *cpu,
+                for env in variants:
+                    label = describe_env(env)
+                    suffix = "" if not env else "-" + re.sub(r"[^A-Za-z0-9]+", "_", label)
+                    log = logs / f"operator-{scenario}-{size}{suffix}.log"
+                    trace_dir = None
+                    if args.tracemalloc is not None:
+                        trace_dir = args.tracemalloc / f"{scenario}-{size}{suffix}"
+                    operator, rss, requests, idle_rss, by_verb, cpu = run_operator_scenario(
+                        cp, docs, log, resync=args.resync, idle=args.idle, audit_log=audit_log,
+                        env=env, trace_dir=trace_dir,
+                    )  # fmt: skip
+                    results.append(
+                        Result(
+                            label, scenario, size, objects, operator, baseline, rss,
+                            args.idle, requests, idle_rss, by_verb, *cpu,
+                        )
+                    )  # fmt: skip
+                    r = results[-1]
+                    line = (
+                        f"{scenario:>6} N={size:<4} [{label}] objects={objects:<5} "
+                        f"operator={operator:7.2f}s plain-client={baseline:7.2f}s "
+                        f"ratio={operator / baseline:5.2f} operator-peak-rss={rss:6.1f}MiB "
+                        f"operator-cpu={cpu[0]:.1f}s load={os.getloadavg()[0]:.1f}"
                     )
-                )  # fmt: skip
-                r = results[-1]
-                line = (
-                    f"{scenario:>6} N={size:<4} objects={objects:<5} operator={operator:7.2f}s "
-                    f"plain-client={baseline:7.2f}s ratio={operator / baseline:5.2f} "
-                    f"operator-peak-rss={rss:6.1f}MiB operator-cpu={cpu[0]:.1f}s"
-                )
-                print(json.dumps(r.__dict__) if args.json else line, flush=True)
-                if args.idle > 0 and not args.json:
-                    print_idle(r)
+                    print(json.dumps(r.__dict__) if args.json else line, flush=True)
+                    if args.idle > 0 and not args.json:
+                        print_idle(r)
     return 0
 
 

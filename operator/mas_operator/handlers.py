@@ -50,10 +50,11 @@ from mas_operator.children import CHILD_KINDS
 from mas_operator.indexes import ChildIndex
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
-from mas_operator.names import MANAGED_BY
+from mas_operator.names import ANNOTATION_DIFFBASE, MANAGED_BY
 from mas_operator.noops import Applied, ChildKey, digest
 from mas_operator.probes import JOB_KIND, conformance_run
 from mas_operator.reconcile import Outcome, reconcile
+from mas_operator.statuses import WrittenStatus, after_write, known_status
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,7 @@ class OperatorContext:
     retries: Retries = field(default_factory=Retries)
     children: ChildIndex | None = None  # from the first handler kopf calls
     settled: dict[str, str] = field(default_factory=dict)  # uid: inputs_digest
+    statuses: dict[str, WrittenStatus] = field(default_factory=dict)  # our last status writes
     closing: bool = False
     _workers: ThreadPoolExecutor | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -117,7 +119,7 @@ class OperatorContext:
 
     def remember(self, body: Mapping[str, Any]) -> None:
         uid = str(body["metadata"]["uid"])
-        self.apps[uid] = dict(body)
+        self.apps[uid] = kept_copy(body)
 
     def forget(self, uid: str) -> None:
         self.apps.pop(uid, None)
@@ -126,8 +128,22 @@ class OperatorContext:
         self.written.pop(uid, None)
         self.last_applied.pop(uid, None)
         self.settled.pop(uid, None)
+        self.statuses.pop(uid, None)
         self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
+
+
+def kept_copy(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The copy of an Application the operator keeps between events: all of it but its
+    ``managedFields`` and kopf's diff base (the spec again, as JSON), which no reconcile
+    reads."""
+    kept = dict(body)
+    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k != "managedFields"}
+    annotations = meta.get("annotations")
+    if annotations and ANNOTATION_DIFFBASE in annotations:
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != ANNOTATION_DIFFBASE}
+    kept["metadata"] = meta
+    return kept
 
 
 def inputs_digest(body: Mapping[str, Any], children: Mapping[str, list[dict[str, Any]]]) -> str:
@@ -158,6 +174,8 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
             detail = last.message if last is not None else "a recent failure"
             raise RetryNotDue(f"{detail}; retrying in {describe_delay(wait)}", delay=wait)
         planned = ctx.retries.next_delay(uid)
+        # A copy older than our last status write is compared with what that write left.
+        snapshot = known_status(snapshot, ctx.statuses.get(uid))
         # Read on the loop, where kopf updates the indexes; None: the reconcile LISTs them.
         existing = ctx.children.children_of(uid) if ctx.children is not None else None
         ctx.settled.pop(uid, None)
@@ -185,6 +203,7 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
                     span.set_attribute("mas.phase", outcome.phase)
         except ApiException as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
+            ctx.statuses.pop(uid, None)  # its error path may have written a status
             detail = f"the API server answered {exc.status}: {api_message(exc)}"
             if exc.status in (400, 422):
                 raise kopf.PermanentError(f"a child object was refused: {detail}") from None
@@ -192,6 +211,7 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
             raise _retry_later(ctx, snapshot, exc.status, detail, delay) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
+            ctx.statuses.pop(uid, None)
             detail = f"the API server could not be reached: {exc}"
             raise _retry_later(ctx, snapshot, None, detail, planned) from None
         finally:
@@ -202,6 +222,8 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
     if outcome.versions:
         ctx.written[uid] = outcome.versions
         ctx.last_applied[uid] = outcome.last_applied
+    if outcome.status_written is not None:
+        ctx.statuses[uid] = after_write(snapshot, outcome.status_written, ctx.statuses.get(uid))
     if outcome.self_contained and existing is not None:
         ctx.settled[uid] = inputs_digest(snapshot, existing)
     for kind, count in outcome.applied.items():

@@ -26,6 +26,7 @@ Rules the reconcile relies on:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,32 +48,36 @@ def index_id(kind: ChildKind) -> str:
 def project(body: Mapping[str, Any], kind: ChildKind) -> dict[str, Any]:
     """The part of a child object a reconcile reads (a new dict; ``body`` is not kept)."""
     meta = body.get("metadata") or {}
-    slim: dict[str, Any] = {
-        "apiVersion": kind.api_version,
-        "kind": kind.kind,
-        "metadata": {key: meta[key] for key in _META_KEYS if meta.get(key) is not None},
-    }
+    metadata = _plain({key: meta[key] for key in _META_KEYS if meta.get(key) is not None}, _UNIQUE)
     refs = [
-        {"kind": ref.get("kind"), "name": ref.get("name"), "uid": ref.get("uid")}
+        _plain({"kind": ref.get("kind"), "name": ref.get("name"), "uid": ref.get("uid")})
         for ref in meta.get("ownerReferences") or []
     ]
     if refs:
-        slim["metadata"]["ownerReferences"] = refs
+        metadata["ownerReferences"] = refs
+    slim: dict[str, Any] = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata}
     if kind.kind == "Deployment":
         spec = body.get("spec") or {}
         if "replicas" in spec:
             slim["spec"] = {"replicas": spec["replicas"]}
-        slim["status"] = dict(body.get("status") or {})
-    plain: dict[str, Any] = _plain(slim)
-    return plain
+        slim["status"] = _plain(body.get("status") or {})
+    return slim
 
 
-def _plain(value: Any) -> Any:
-    """A deep copy made of plain dicts and lists (kopf hands out read-only views)."""
+_UNIQUE = frozenset({"name", "uid", "resourceVersion"})  # of one child only: not interned
+
+
+def _plain(value: Any, unique: frozenset[str] = frozenset()) -> Any:
+    """A deep copy made of plain dicts and lists (kopf hands out read-only views), its
+    strings interned but the values of the ``unique`` keys at its top: each child decoded
+    from a watch has its own copy of the same keys, label values, namespace and owner,
+    which 20,000 children now hold once."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {sys.intern(str(k)): v if k in unique else _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return sys.intern(value)
     return value
 
 

@@ -158,11 +158,14 @@ class Cluster:
                 versions[name] = "missing"
         return versions
 
-    def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-        """Merge-patch ``status`` of an Application (its status subresource)."""
+    def patch_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Merge-patch ``status`` of an Application (its status subresource); returns the
+        Application as the server has it after the patch (``None``: it was deleted)."""
         path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{namespace}/{PLURAL}/{name}/status"
         try:
-            self._call(
+            return self._call(
                 path,
                 "PATCH",
                 body={"status": dict(status)},
@@ -171,6 +174,7 @@ class Cluster:
         except k8s.ApiException as exc:
             if exc.status != 404:  # deleted meanwhile: nothing to report on
                 raise
+            return None
 
     def post_event(
         self, involved: Mapping[str, Any], event_type: str, reason: str, message: str

@@ -23,6 +23,8 @@ ANNOTATION_URL = f"{DOMAIN}/url"
 ANNOTATION_GENERATION = f"{DOMAIN}/application-generation"
 # Set on an Application to any new value to run its conformance probes again.
 ANNOTATION_CONFORMANCE_RUN = f"{DOMAIN}/conformance-run"
+DIFFBASE_KEY = "last-handled-configuration"  # kopf's diff base, in our domain
+ANNOTATION_DIFFBASE = f"{DOMAIN}/{DIFFBASE_KEY}"
 # On conformance Jobs and their pods: the agent probed (never maslab.io/agent, which
 # Services and Deployments select the agent's own pods by).
 LABEL_PROBED_AGENT = f"{DOMAIN}/conformance-agent"

@@ -62,6 +62,8 @@ class Outcome:
     # Every input was the Application and its children: no Secret and no conformance Job
     # was read, so the same Application and children give the same outcome again.
     self_contained: bool = False
+    # The Application as our status patch left it (None: the status was not written).
+    status_written: Mapping[str, Any] | None = None
 
     @property
     def stalled(self) -> bool:
@@ -274,12 +276,13 @@ def reconcile(
             generation, _observe_agents(deployments, existing["Service"]), reason, message, kept
         )
         status = build_status(seen, body.get("status"))
+        written_status = None
         if _changes(body.get("status"), status):
-            cluster.patch_status(namespace, name, status)
+            written_status = cluster.patch_status(namespace, name, status)
         if _was_stalled(body) != (reason, generation):
             cluster.post_event(body, "Warning", reason, message)
         logger.warning("Application %s/%s is stalled (%s): %s", namespace, name, reason, message)
-        return Outcome(phase_of(seen), seen)
+        return Outcome(phase_of(seen), seen, status_written=written_status)
     self_contained = not secret_names(plan) and not reads_jobs(body, plan)
     versions = cluster.secret_versions(namespace, secret_names(plan))
     desired = [owned(m, body) for m in build_children(plan, versions)]
@@ -314,8 +317,9 @@ def reconcile(
         conformance=conformance,
     )
     status = build_status(seen, body.get("status"))
+    written_status = None
     if _changes(body.get("status"), status):
-        cluster.patch_status(namespace, name, status)
+        written_status = cluster.patch_status(namespace, name, status)
     warn_on_pod_local_urls(cluster, body, status, seen.url_notes)
     warn_when_not_conformant(cluster, body, status)
     logger.debug(
@@ -335,5 +339,12 @@ def reconcile(
     written = {key: str(a["metadata"]["resourceVersion"]) for key, _, a in pairs}
     remembered = {key: Applied(digest(m), stamp(a)) for key, m, a in pairs}
     return Outcome(
-        phase_of(seen), seen, dict(applied_kinds), deleted, written, remembered, self_contained
+        phase_of(seen),
+        seen,
+        dict(applied_kinds),
+        deleted,
+        written,
+        remembered,
+        self_contained,
+        written_status,
     )

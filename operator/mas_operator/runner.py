@@ -31,7 +31,7 @@ from mas_operator.handlers import OperatorContext, register
 from mas_operator.kube import Cluster
 from mas_operator.leases import LeaderElector, LeaseSettings
 from mas_operator.metrics import OperatorMetrics
-from mas_operator.names import DOMAIN
+from mas_operator.names import DIFFBASE_KEY, DOMAIN
 from mas_operator.resync import resync_loop
 
 logger = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def operator_settings(settings: kopf.OperatorSettings) -> None:
     """kopf's storage under our own domain, standalone (the Lease elects), warnings as Events."""
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=DOMAIN)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=DOMAIN, key="last-handled-configuration"
+        prefix=DOMAIN, key=DIFFBASE_KEY
     )
     settings.posting.level = logging.WARNING
     settings.peering.standalone = True

@@ -1,20 +1,23 @@
 """A reconcile of an Application that nothing changed writes nothing (real kube-apiserver).
 
 The reconciles run in-process on a :class:`~mas_operator.kube.Cluster` that counts its
-writes and passes every call on to the real API server.
+writes and passes every call on to the real API server; the last test runs the whole
+operator in-process.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from operator_support import Api, cluster_app, eventually
+from operator_support import Api, cluster_app, eventually, wait_condition
 
 from mas_operator.kube import Cluster
+from mas_operator.noops import merge_patch
 from mas_operator.reconcile import reconcile
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
@@ -30,9 +33,11 @@ class CountingCluster(Cluster):
         self.writes[f"apply {manifest['kind']}"] += 1
         return super().apply(manifest)
 
-    def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    def patch_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
         self.writes["status"] += 1
-        super().patch_status(namespace, name, status)
+        return super().patch_status(namespace, name, status)
 
 
 @pytest.fixture
@@ -100,3 +105,60 @@ def test_without_the_memory_of_the_last_apply_everything_is_applied_again(
     # The status it would write is the one there (only the controller manager may have
     # changed the Deployments since).
     assert cluster.writes["status"] == 0
+
+
+def without_stamps(status: Mapping[str, Any]) -> dict[str, Any]:
+    """``status`` without the conditions' ``lastTransitionTime`` (a time, not a state)."""
+    out = dict(status)
+    out["conditions"] = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"}
+        for c in status.get("conditions") or []
+    ]
+    return out
+
+
+def test_a_reconcile_queued_behind_the_first_does_not_write_its_status_again(
+    start_operator: Any, api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every status write the operator makes changes the state it reports.
+
+    The applies are slowed so that the watch events of the children arrive before their
+    applies are known as the operator's own: the Application is marked dirty, and the
+    reconcile that queues for it starts from the copy before the first status write
+    (before: it wrote the same status again, with new lastTransitionTimes).
+    """
+    apply, patch_status = Cluster.apply, Cluster.patch_status
+    wasted: list[dict[str, Any]] = []
+    writes: list[str] = []
+
+    def slow_apply(self: Cluster, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        result = apply(self, manifest)
+        time.sleep(0.3)
+        return result
+
+    def judged_patch_status(
+        self: Cluster, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        before = api.get(name).get("status") or {}
+        if without_stamps(merge_patch(before, status)) == without_stamps(before):
+            wasted.append(dict(status))
+        writes.append(name)
+        return patch_status(self, namespace, name, status)
+
+    monkeypatch.setattr(Cluster, "apply", slow_apply)
+    monkeypatch.setattr(Cluster, "patch_status", judged_patch_status)
+    op = start_operator(resync=60.0)  # no full pass: only the dirty marks reconcile again
+    api.create(cluster_app())
+    wait_condition(api, "desk", "Wired", "True", timeout=60)
+    metrics = op.handle.metrics
+
+    def reconciles() -> float:
+        samples = [s for family in metrics.reconciles.collect() for s in family.samples]
+        return sum(s.value for s in samples if s.name.endswith("_total"))
+
+    eventually(
+        lambda: reconciles() >= 2,
+        timeout=60,
+        what="the reconcile the children's events queued",
+    )
+    assert writes and wasted == []

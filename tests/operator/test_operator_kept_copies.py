@@ -1,0 +1,105 @@
+"""What the operator keeps of each watched object between events (pure)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from mas_operator.children import CHILD_KINDS
+from mas_operator.handlers import kept_copy
+from mas_operator.indexes import project
+from mas_operator.names import ANNOTATION_CONFORMANCE_RUN, ANNOTATION_DIFFBASE
+
+pytestmark = pytest.mark.timeout(10)
+
+KINDS = {kind.kind: kind for kind in CHILD_KINDS}
+
+
+def decoded(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as a watch hands it over: freshly decoded, sharing no string with another."""
+    loaded: dict[str, Any] = json.loads(json.dumps(obj))
+    return loaded
+
+
+def service(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": "team-a",
+            "uid": f"uid-{name}",
+            "resourceVersion": "17",
+            "labels": {"app.kubernetes.io/managed-by": "mas-operator", "maslab.io/agent": "a0"},
+            "annotations": {"maslab.io/url": f"http://{name}.team-a:8000/"},
+            "ownerReferences": [{"kind": "Application", "name": "desk", "uid": "app-uid"}],
+            "managedFields": [{"manager": "mas-operator", "fieldsV1": {"f:spec": {}}}],
+        },
+        "spec": {"ports": [{"port": 8000}]},
+    }
+
+
+def test_children_projected_apart_share_their_repeated_strings() -> None:
+    one, two = (project(decoded(service(n)), KINDS["Service"]) for n in ("desk-a0", "desk-a1"))
+    assert one["metadata"]["labels"] == two["metadata"]["labels"]
+    for a, b in [
+        (one["metadata"]["namespace"], two["metadata"]["namespace"]),
+        (
+            one["metadata"]["ownerReferences"][0]["uid"],
+            two["metadata"]["ownerReferences"][0]["uid"],
+        ),
+        (
+            one["metadata"]["labels"]["maslab.io/agent"],
+            two["metadata"]["labels"]["maslab.io/agent"],
+        ),
+    ]:
+        assert a is b  # one copy in memory, not one per child
+    assert next(iter(one["metadata"]["labels"])) is next(iter(two["metadata"]["labels"]))
+
+
+def test_a_projection_keeps_what_a_reconcile_reads_and_nothing_else() -> None:
+    slim = project(decoded(service("desk-a0")), KINDS["Service"])
+    assert slim == {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "desk-a0",
+            "namespace": "team-a",
+            "uid": "uid-desk-a0",
+            "resourceVersion": "17",
+            "labels": {"app.kubernetes.io/managed-by": "mas-operator", "maslab.io/agent": "a0"},
+            "annotations": {"maslab.io/url": "http://desk-a0.team-a:8000/"},
+            "ownerReferences": [{"kind": "Application", "name": "desk", "uid": "app-uid"}],
+        },
+    }
+
+
+def test_the_kept_copy_of_an_application_drops_what_no_reconcile_reads() -> None:
+    body = {
+        "apiVersion": "infra.maslab.io/v1",
+        "kind": "Application",
+        "metadata": {
+            "name": "desk",
+            "namespace": "team-a",
+            "uid": "app-uid",
+            "resourceVersion": "5",
+            "generation": 2,
+            "annotations": {ANNOTATION_DIFFBASE: '{"spec": {}}', ANNOTATION_CONFORMANCE_RUN: "1"},
+            "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+        },
+        "spec": {"agency": {"entry": "a0"}},
+        "status": {"phase": "Ready"},
+    }
+    kept = kept_copy(decoded(body))
+    assert kept["metadata"] == {
+        "name": "desk",
+        "namespace": "team-a",
+        "uid": "app-uid",
+        "resourceVersion": "5",
+        "generation": 2,
+        "annotations": {ANNOTATION_CONFORMANCE_RUN: "1"},
+    }
+    assert (kept["spec"], kept["status"]) == (body["spec"], body["status"])
+    assert body["metadata"]["managedFields"]  # the object it was given is left as it was
