@@ -57,6 +57,7 @@ class Gates:
     followed: asyncio.Event = field(default_factory=asyncio.Event)  # a GetTask/SubscribeToTask
     finish: asyncio.Event = field(default_factory=asyncio.Event)  # the test lets the task end
     calls: Counter[str] = field(default_factory=Counter)
+    short_streams: bool = False  # SubscribeToTask ends at once, seeing nothing
 
 
 class GatedExecutor(AgentExecutor):
@@ -108,6 +109,8 @@ class EarlyHandler(DefaultRequestHandler):
 
     async def on_subscribe_to_task(self, params: Any, context: Any) -> AsyncGenerator[Any]:
         self.gates.calls["SubscribeToTask"] += 1
+        if self.gates.short_streams:  # the task ends only once the comm reads it again
+            return
         self.gates.followed.set()
         async for event in super().on_subscribe_to_task(params, context):
             yield event
@@ -266,3 +269,17 @@ async def test_cancelling_the_delegation_stops_the_follow(binding: str) -> None:
         finally:
             await comm.aclose()
         assert sending.cancelled()
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_subscription_that_ends_early_is_followed_by_polling(binding: str) -> None:
+    gates = Gates(short_streams=True)
+    async with early_peer(binding, gates, streaming=True) as url:
+        comm = A2AAgentComm(url, timeout=STEP)
+        try:
+            reply = await send_and_finish(comm, gates, "the long job")
+        finally:
+            await comm.aclose()
+    assert (reply.status, reply.text) == ("completed", "done: the long job")
+    assert gates.calls["SubscribeToTask"] == 1
+    assert gates.calls["GetTask"] >= 1
