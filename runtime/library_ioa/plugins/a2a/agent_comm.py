@@ -17,9 +17,16 @@ is the SDK's client.
 One ``send``: send one message with
 ``contextId`` = the session id and the metadata ``mas.caller_call_id``,
 ``mas.correlation_id`` and ``mas.delegation_depth``, wait for the peer's turn to end (a
-blocking send; a task the peer leaves working is followed with ``SubscribeToTask``), all
-within ``timeout`` seconds. A peer that asked for input gets the session's next message
-on that same task, which resumes it. Failures, each naming the peer URL:
+blocking send), all within ``timeout`` seconds. A peer may answer the send with its task
+still submitted or working; the comm then follows the task until it ends or asks for input:
+with ``SubscribeToTask`` when the peer's card declares streaming (on a second client of the
+same connection, built for streaming: the send itself stays blocking), else, and after a
+subscription that ends early, by polling ``GetTask`` every ``FOLLOW_POLL_FIRST`` seconds,
+doubling up to ``FOLLOW_POLL_MAX``. A task that never ends costs the send's timeout
+(:class:`PeerTimeout`), and cancelling the send stops the follow.
+
+A peer that asked for input gets the session's next message on that same task, which
+resumes it. Failures, each naming the peer URL:
 
 - connection refused, DNS failure, closed connection: :class:`PeerUnavailable`;
 - no answer within the timeout: :class:`PeerTimeout`;
@@ -29,6 +36,7 @@ on that same task, which resumes it. Failures, each naming the peer URL:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Mapping
@@ -59,7 +67,7 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
-from a2a.utils.errors import A2AError, TaskNotFoundError
+from a2a.utils.errors import A2AError, TaskNotFoundError, UnsupportedOperationError
 
 from library_ioa.plugins.a2a.grpc_send import GrpcSend, current_interface
 from library_ioa.plugins.a2a.parts import artifact_from_a2a, data_part, dict_to_struct, text_of
@@ -82,6 +90,8 @@ _STATUS = {
 }
 _UNREACHABLE = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, OSError)
 GRPC_CONNECT_WAIT = 1.0  # seconds for an advertised gRPC channel to come up before HTTP
+FOLLOW_POLL_FIRST = 0.05  # seconds before the first GetTask of a task left working
+FOLLOW_POLL_MAX = 1.0  # the longest wait between two GetTask of a followed task
 
 
 def grpc_interface(card: AgentCard) -> str | None:
@@ -123,6 +133,7 @@ class A2AAgentComm(AgentCommContract):
         self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
         self._http: httpx.AsyncClient | None = None
         self._client: Client | None = None
+        self._follower: Client | None = None  # streaming, for SubscribeToTask (card: streaming)
         self._grpc_send: GrpcSend | None = None  # the stub's send (1.0 gRPC interface)
         self._binding: str | None = None
         self._lock = asyncio.Lock()
@@ -176,6 +187,7 @@ class A2AAgentComm(AgentCommContract):
                     self._grpc_send = GrpcSend(
                         channel, tenant=interface.tenant, headers=self._headers
                     )
+                self._follower = self._streaming_client(grpc_config, card)
                 return ClientFactory(grpc_config).create(card)
         config = ClientConfig(
             streaming=False,
@@ -186,12 +198,20 @@ class A2AAgentComm(AgentCommContract):
             ],
         )
         client = ClientFactory(config).create(card)
+        self._follower = self._streaming_client(config, card)
         self._binding = next(
             i.protocol_binding
             for i in card.supported_interfaces
             if i.protocol_binding in config.supported_protocol_bindings
         )
         return client
+
+    @staticmethod
+    def _streaming_client(config: ClientConfig, card: AgentCard) -> Client | None:
+        """A client of the same connection that may subscribe, when the peer streams."""
+        if not card.capabilities.streaming:
+            return None
+        return ClientFactory(dataclasses.replace(config, streaming=True)).create(card)
 
     def _channel(self, target: str) -> grpc.aio.Channel:
         interceptors = traced_interceptors("a2a.peer", target)  # none when tracing is off
@@ -294,16 +314,39 @@ class A2AAgentComm(AgentCommContract):
         return self._reply(task)
 
     async def _follow(self, client: Client, task: Task) -> Task:
-        """Wait on a task the peer left working (still within the send's timeout)."""
+        """Wait on a task the peer left working until it ends or asks for input (still within
+        the send's timeout): subscribed when the peer streams, polled otherwise."""
         context = self._context()
-        async for event in client.subscribe(SubscribeToTaskRequest(id=task.id), context=context):
-            state = None
-            if event.HasField("status_update"):
-                state = event.status_update.status.state
-            elif event.HasField("task"):
-                state = event.task.status.state
-            if state in _STATUS:
-                break
+        delay = FOLLOW_POLL_FIRST
+        try:
+            if self._follower is not None:
+                task = await self._subscribe(self._follower, client, task, context)
+            while task.status.state not in _STATUS:
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, FOLLOW_POLL_MAX)
+                task = await client.get_task(GetTaskRequest(id=task.id), context=context)
+        except TaskNotFoundError:  # not the send's: a resend would start the work again
+            raise PeerProtocolError(
+                f"peer {self.url} no longer knows task {task.id}, which it left working"
+            ) from None
+        return task
+
+    async def _subscribe(
+        self, follower: Client, client: Client, task: Task, context: ClientCallContext | None
+    ) -> Task:
+        """The task once its subscription saw it end (or the stream closed), read whole."""
+        request = SubscribeToTaskRequest(id=task.id)
+        try:
+            async for event in follower.subscribe(request, context=context):
+                state = None
+                if event.HasField("status_update"):
+                    state = event.status_update.status.state
+                elif event.HasField("task"):
+                    state = event.task.status.state
+                if state in _STATUS:
+                    break
+        except UnsupportedOperationError:  # it ended before the subscription: read it
+            pass
         return await client.get_task(GetTaskRequest(id=task.id), context=context)
 
     def _reply(self, task: Task) -> CommReply:
@@ -324,9 +367,11 @@ class A2AAgentComm(AgentCommContract):
         async with self._lock:
             self._closed = True
             client, self._client = self._client, None
+            follower, self._follower = self._follower, None
             http, self._http = self._http, None
             self._grpc_send = None
-        if client is not None:
-            await client.close()
+        for made in (follower, client):  # a gRPC channel they share closes twice: a no-op
+            if made is not None:
+                await made.close()
         if http is not None:
             await http.aclose()  # shared with the client, which does not close it
