@@ -97,6 +97,25 @@ class Desk:
         items: list[Any] = self.core.list_namespaced_pod(NS, label_selector=selector).items
         return [p for p in items if p.metadata.deletion_timestamp is None]
 
+    def describe(self, pod: Any) -> str:
+        """What `kubectl describe pod` would say about a pod that is not Ready, in one string."""
+        name = pod.metadata.name
+        status = pod.status
+        conditions = [(c.type, c.status, c.reason) for c in status.conditions or []]
+        containers = [
+            (c.name, c.ready, c.state.waiting.reason if c.state and c.state.waiting else None)
+            for c in status.container_statuses or []
+        ]
+        events = self.core.list_namespaced_event(
+            NS, field_selector=f"involvedObject.name={name}"
+        ).items
+        said = [f"{e.reason}: {e.message}" for e in events][-8:]
+        return (
+            f"{name}: node={pod.spec.node_name} phase={status.phase} conditions={conditions} "
+            f"containers={containers} events={said} "
+            f"kubelet={self.node.log_lines('kubelet', name, 8)} exited={self.node.exited()}"
+        )
+
     def card_url(self, agent: str) -> str:
         url: str = self.app()["status"]["agents"][agent]["card_url"]
         return url

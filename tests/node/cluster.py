@@ -137,6 +137,23 @@ class NodeCluster:
     def logs(self) -> dict[str, Path]:
         return {**self.control_plane.logs, **{p.name: p.log_path for p in self._procs}}
 
+    def exited(self) -> list[str]:
+        """The node's processes that have exited, with their exit codes and log tails."""
+        return [
+            f"{p.name} exited with {code}:\n{p.tail(20)}"
+            for p in self._procs
+            if (code := p.exited()) is not None
+        ]
+
+    def log_lines(self, name: str, needle: str, limit: int = 20) -> list[str]:
+        """The last ``limit`` lines of process ``name``'s log that contain ``needle``."""
+        path = self.logs().get(name)
+        if path is None or not path.exists():
+            return []
+        with path.open(errors="replace") as f:
+            found = [line.rstrip() for line in f if needle in line]
+        return found[-limit:]
+
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> NodeCluster:
@@ -369,6 +386,7 @@ class NodeCluster:
             f"--root-dir={lay.work / 'kubelet'}",
             f"--hostname-override={NODE_NAME}",
             f"--node-ip={GATEWAY}",
+            "--v=2",  # the sync loop's ADD/DELETE and the pod workers' steps, for diagnosis
         )
         self._wait(
             child,

@@ -142,6 +142,12 @@ def kubelet_config(lay: Layout) -> str:
         "staticPodPath": "",
         "maxPods": 60,
         "shutdownGracePeriod": "0s",
+        # With cgroupsPerQOS off there are no pod cgroups, and kubelet v1.34.4's in-place
+        # resize (beta, on by default) dereferences the pod cgroup's memory config it then
+        # does not get: a pod deleted with grace 0 just after its container started ("Missing
+        # actuated resource record") made SyncPod resize it, and the kubelet died of a nil
+        # pointer in doPodResizeAction. Nothing here resizes pods in place.
+        "featureGates": {"InPlacePodVerticalScaling": False},
     }
     return yaml.safe_dump(cfg, sort_keys=False)
 

@@ -15,7 +15,7 @@ import pytest
 from .cluster import ENFORCER, NodeCluster, node_available, node_binaries_dir
 from .support import helm_binary
 
-__all__ = ["node_cluster", "require_enforcer", "require_node"]
+__all__ = ["node_alive", "node_cluster", "require_enforcer", "require_node"]
 
 REQUIRE_ENV = "MAS_REQUIRE_NODE"
 
@@ -48,3 +48,19 @@ def node_cluster() -> Iterator[NodeCluster]:
     require_node()
     with NodeCluster() as node:
         yield node
+
+
+@pytest.fixture(autouse=True)
+def node_alive(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test during which one of the node's processes died, with its log tail.
+
+    A dead kubelet looks like pods stuck Pending; a dead kube-proxy like Services that stop
+    answering: the test that saw it is told which process died instead.
+    """
+    yield
+    if "node_cluster" not in request.fixturenames:
+        return
+    node: NodeCluster = request.getfixturevalue("node_cluster")
+    dead = node.exited()
+    if dead:
+        pytest.fail("a node process died during this test:\n" + "\n".join(dead), pytrace=False)

@@ -115,12 +115,11 @@ async def test_a_killed_agent_pod_is_replaced_and_the_application_is_ready_again
             return True
         # not yet: what was seen, so a timeout names it (eventually() keeps the last one)
         seen = [
-            (p.metadata.name, p.status.phase, pod_ready(p), p.metadata.uid == victim.metadata.uid)
+            desk.describe(p) + (" (killed)" if p.metadata.uid == victim.metadata.uid else "")
             for p in pods
         ]
         raise AssertionError(
-            f"researcher pods (name, phase, ready, the killed one): {seen}; "
-            f"Ready: {ready.get('status')} {ready.get('reason')}"
+            f"researcher pods: {seen}; Ready: {ready.get('status')} {ready.get('reason')}"
         )
 
     await asyncio.to_thread(eventually, replaced, "a new researcher pod and Ready=True")
