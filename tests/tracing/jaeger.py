@@ -49,11 +49,28 @@ def require_jaeger() -> Path:
     pytest.skip(why)
 
 
+BIND_ATTEMPTS = 3
+
+
 def free_port() -> int:
     """A port the OS says is free on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+class PortTaken(AssertionError):
+    """Jaeger exited because one of its ports was taken between the choice and its bind."""
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports the OS says are free on 127.0.0.1 (each held until all are)."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 CONFIG = """\
@@ -105,8 +122,23 @@ class Jaeger:
 
     @classmethod
     def start(cls, binary: Path, workdir: Path) -> Jaeger:
-        """Start on free ports; returns once the query API answers."""
-        otlp, query, query_grpc = free_port(), free_port(), free_port()
+        """Start on free ports; returns once the query API answers.
+
+        A port the OS called free can be taken before Jaeger binds it (by any process's
+        outgoing connection: the ports come from the ephemeral range). Jaeger then exits
+        with "address already in use", and it is started again on other ports.
+        """
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            try:
+                return cls._start_once(binary, workdir)
+            except PortTaken:
+                if attempt == BIND_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    @classmethod
+    def _start_once(cls, binary: Path, workdir: Path) -> Jaeger:
+        otlp, query, query_grpc = free_ports(3)
         config = workdir / "jaeger.yaml"
         config.write_text(CONFIG.format(otlp=otlp, query=query, query_grpc=query_grpc))
         log = workdir / "jaeger.log"
@@ -118,7 +150,10 @@ class Jaeger:
         deadline = time.monotonic() + START_DEADLINE
         while not (jaeger._answers() and _accepts(otlp)):
             if process.poll() is not None:
-                raise AssertionError(f"jaeger exited {process.returncode}:\n{jaeger.output()}")
+                said = jaeger.output()
+                if "address already in use" in said:
+                    raise PortTaken(said)
+                raise AssertionError(f"jaeger exited {process.returncode}:\n{said}")
             if time.monotonic() > deadline:
                 jaeger.stop()
                 raise AssertionError(f"jaeger did not start:\n{jaeger.output()}")
