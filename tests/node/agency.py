@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import copy
 import gc
+import re
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -24,6 +25,7 @@ from a2a.helpers import get_message_text
 from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse
 from kubernetes import client as k8s
 
+from . import host
 from .cluster import NodeCluster
 from .support import (
     APP_GROUP,
@@ -88,9 +90,34 @@ class Desk:
         return generation
 
     def scripted(self) -> None:
-        """The concierge delegating ``research <topic>`` to the researcher, rolled out and Ready."""
+        """The concierge delegating ``research <topic>`` to the researcher, rolled out and Ready.
+
+        Ready is the new pods' readiness; the old ones drain in their preStop while kube-proxy
+        moves the Services off them, and a request sent before it has would be answered by an
+        old pod. So this also waits until each Service's iptables rules lead to the ready pods
+        of the new generation only.
+        """
         generation = self.apply(scripted_concierge(copy.deepcopy(self.doc)))
         eventually(lambda: self.ready_at(generation), f"generation {generation} Ready")
+        for agent in ("concierge", "researcher"):
+            eventually(
+                lambda a=agent: self.routed_to_ready_pods(a),
+                f"{agent}'s Service routed to its ready pods only",
+            )
+
+    def routed_to_ready_pods(self, agent: str) -> bool:
+        """kube-proxy's rules for the agent's Service DNAT to its ready pods' IPs, no others."""
+        ips = {p.status.pod_ip for p in self.pods(agent) if pod_ready(p)}
+        service = f"{NS}/{self.name}-{agent}:"
+        rules = [
+            line
+            for line in host.run("iptables-save", "-t", "nat").splitlines()
+            if line.startswith("-A KUBE-SEP-") and service in line and "--to-destination" in line
+        ]
+        routed = {m.group(1) for line in rules if (m := DNAT_TO.search(line))}
+        if ips and routed == ips:
+            return True
+        raise AssertionError(f"ready pod IPs {sorted(ips)}, {service} DNAT rules {rules}")
 
     def pods(self, agent: str) -> list[Any]:
         selector = f"maslab.io/agent={agent}"
@@ -119,6 +146,9 @@ class Desk:
     def card_url(self, agent: str) -> str:
         url: str = self.app()["status"]["agents"][agent]["card_url"]
         return url
+
+
+DNAT_TO = re.compile(r"--to-destination \[?([0-9a-f.:]+?)\]?:\d+$")
 
 
 @pytest.fixture(scope="session")
