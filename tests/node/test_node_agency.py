@@ -36,6 +36,15 @@ async def test_a_client_outside_the_pods_talks_to_the_entry_agent(desk: Desk) ->
         assert await ask(client, "hello from the host") == "hello from the host"
 
 
+async def test_the_example_as_shipped_answers_across_two_pods(desk: Desk) -> None:
+    # "research <topic>" is the shipped concierge's rule for the researcher, a pod of its own;
+    # "sources on ..." is the researcher's echo of the delegated message.
+    async with a2a_client(desk.card_url("concierge")) as client:
+        assert await ask(client, "research the shipped example") == (
+            "found: sources on the shipped example"
+        )
+
+
 def test_conformance_jobs_run_and_set_conformant(desk: Desk) -> None:
     desk.wait_condition("Conformant", timeout=600)
     agents = desk.app()["status"]["agents"]
