@@ -19,10 +19,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 @pytest.fixture
 def taken() -> Iterator[int]:
-    """A port something else listens on for the whole test."""
+    """A port bound for the whole test and not listening, as an outgoing connection's is.
+
+    Nothing accepts on it, so the harness cannot mistake it for Jaeger's own listener.
+    """
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        sock.listen()
         yield int(sock.getsockname()[1])
 
 
