@@ -56,6 +56,27 @@ logger = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 
 
+async def open_task(
+    context: RequestContext, event_queue: EventQueue, context_id: str
+) -> TaskUpdater:
+    """The task's updater, after the SUBMITTED task a new message opens is enqueued.
+
+    A follow-up (``context.current_task`` set) opens nothing. Shared by the test suites' own
+    SDK executors.
+    """
+    task_id = context.task_id or ""
+    if context.current_task is None and context.message is not None:
+        await event_queue.enqueue_event(
+            Task(
+                id=task_id,
+                context_id=context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                history=[context.message],
+            )
+        )
+    return TaskUpdater(event_queue, task_id, context_id)
+
+
 class EchoExecutor(AgentExecutor):
     """Completes a task whose status message echoes the input text (``--taught``: see below).
 
@@ -71,7 +92,7 @@ class EchoExecutor(AgentExecutor):
         message = context.message
         text = get_message_text(message) if message else ""
         mid = message.message_id if message else ""
-        task_id, context_id = context.task_id or "", context.context_id or ""
+        context_id = context.context_id or ""
         if context.current_task is not None:
             # A follow-up that names only the task: keep the task's own context.
             context_id = context.current_task.context_id
@@ -79,16 +100,7 @@ class EchoExecutor(AgentExecutor):
             reply = new_text_message("Direct message response", context_id=context_id)
             await event_queue.enqueue_event(reply)
             return
-        updater = TaskUpdater(event_queue, task_id, context_id)
-        if context.current_task is None and message is not None:
-            await event_queue.enqueue_event(
-                Task(
-                    id=task_id,
-                    context_id=context_id,
-                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                    history=[message],
-                )
-            )
+        updater = await open_task(context, event_queue, context_id)
         if self.taught and await self._taught(mid, updater):
             return
         await updater.complete(updater.new_agent_message([Part(text=text or "(empty)")]))

@@ -35,9 +35,9 @@ from a2a.types.a2a_pb2 import (
     Part,
     Task,
     TaskState,
-    TaskStatus,
 )
 from a2a_support import STEP, free_port, wait_for
+from compliance.a2a.baseline_server import open_task
 from starlette.applications import Starlette
 from test_a2a_delegation import outbound
 
@@ -70,17 +70,8 @@ class GatedExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
         text = get_message_text(message) if message else ""
-        task_id, context_id = context.task_id or "", context.context_id or ""
-        if context.current_task is None and message is not None:
-            await event_queue.enqueue_event(
-                Task(
-                    id=task_id,
-                    context_id=context_id,
-                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                    history=[message],
-                )
-            )
-        updater = TaskUpdater(event_queue, task_id, context_id)
+        context_id = context.context_id or ""
+        updater = await open_task(context, event_queue, context_id)
         await updater.start_work()
         await self.gates.finish.wait()
         reply = updater.new_agent_message([Part(text=f"done: {text}")])

@@ -39,6 +39,7 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import InternalError, TaskNotFoundError, UnsupportedOperationError
 from compliance.a2a.baseline_server import build_card as baseline_card
+from compliance.a2a.baseline_server import open_task
 from starlette.applications import Starlette
 
 from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
@@ -75,22 +76,13 @@ class CompletingExecutor(AgentExecutor):
             await asyncio.sleep(SLOW_SECONDS)
         message = context.message
         text = get_message_text(message) if message else ""
-        task_id, context_id = context.task_id or "", context.context_id or ""
+        context_id = context.context_id or ""
         if self.message_only:
             await event_queue.enqueue_event(
                 new_text_message(f"echo: {text}", context_id=context_id)
             )
             return
-        if context.current_task is None and message is not None:
-            await event_queue.enqueue_event(
-                Task(
-                    id=task_id,
-                    context_id=context_id,
-                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                    history=[message],
-                )
-            )
-        updater = TaskUpdater(event_queue, task_id, context_id)
+        updater = await open_task(context, event_queue, context_id)
         await updater.start_work()
         await updater.complete(updater.new_agent_message([Part(text=f"echo: {text}")]))
 

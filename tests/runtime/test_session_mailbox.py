@@ -295,7 +295,7 @@ class _CountingRunner(TurnRunner):
         yield TextDelta(turn.text)
         if turn.text == "long":
             self.started.set()
-            await asyncio.sleep(DEADLINE)
+            await asyncio.Event().wait()  # held until the steer cancels it
         yield TurnEnded("completed", text=turn.text)
 
 
