@@ -74,7 +74,7 @@ class OperatorContext:
     last_applied: dict[str, Mapping[ChildKey, Applied]] = field(default_factory=dict)
     retries: Retries = field(default_factory=Retries)
     children: ChildIndex | None = None  # from the first handler kopf calls
-    settled: dict[str, str] = field(default_factory=dict)  # uid: inputs_digest
+    settled: dict[str, bytes] = field(default_factory=dict)  # uid: inputs_digest
     statuses: dict[str, WrittenStatus] = field(default_factory=dict)  # our last status writes
     closing: bool = False
     _workers: ThreadPoolExecutor | None = None
@@ -146,7 +146,7 @@ def kept_copy(body: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def inputs_digest(body: Mapping[str, Any], children: Mapping[str, list[dict[str, Any]]]) -> str:
+def inputs_digest(body: Mapping[str, Any], children: Mapping[str, list[dict[str, Any]]]) -> bytes:
     """What a self-contained reconcile reads, by version: the Application and its children."""
     versions = sorted(
         (kind, str(o["metadata"].get("name")), str(o["metadata"].get("resourceVersion")))

@@ -5,9 +5,10 @@
   object with a generation, whose status a controller updates, else the
   ``resourceVersion``) and the manifest we would apply is the one we applied then (its
   :func:`digest`).
-  The memory of those applies lives in the operator (:class:`Applied`, per Application); an
-  operator that restarts applies everything once. A child someone else changed, deleted or
-  that the controller manager updated is applied as before.
+  The memory of those applies lives in the operator (an :data:`Applied` per child, per
+  Application: 32 bytes, the first 16 of each digest); an operator that restarts applies
+  everything once. A child someone else changed, deleted or that the controller manager
+  updated is applied as before.
 - The status is not patched when merging the patch into the status read with the
   Application would leave it as it is (:func:`merge_patch`, RFC 7386).
 """
@@ -17,24 +18,23 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 ChildKey = tuple[str, str]  # (kind, name)
 
 
-@dataclass(frozen=True)
-class Applied:
-    """What our last apply of one child sent (its digest) and got back (its stamp)."""
+DIGEST_BYTES = 16  # of a SHA-256: a collision among one Application's children is out of reach
 
-    digest: str
-    stamp: str
+# What our last apply of one child sent (the manifest's digest) and got back (the returned
+# object's stamp, digested), concatenated: 32 bytes, one object per child (about 65 B, where
+# a dataclass of two hex strings took about 330 B: ~5 MB at 1,000 Applications).
+Applied = bytes
 
 
-def digest(manifest: Mapping[str, Any]) -> str:
+def digest(manifest: Mapping[str, Any]) -> bytes:
     """A stable digest of a manifest (key order does not matter)."""
     text = json.dumps(manifest, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(text.encode()).digest()[:DIGEST_BYTES]
 
 
 def stamp(obj: Mapping[str, Any]) -> str:
@@ -44,14 +44,21 @@ def stamp(obj: Mapping[str, Any]) -> str:
     if generation is None:
         return f"v{meta.get('resourceVersion')}"
     marks = digest({"labels": meta.get("labels"), "annotations": meta.get("annotations")})
-    return f"g{generation}:{marks}"
+    return f"g{generation}:{marks.hex()}"
 
 
-def unchanged(existing: Mapping[str, Any] | None, wanted_digest: str, last: Applied | None) -> bool:
+def memory_of(manifest_digest: bytes, obj: Mapping[str, Any]) -> Applied:
+    """The memory of applying the manifest of ``manifest_digest`` that returned ``obj``."""
+    return manifest_digest + hashlib.sha256(stamp(obj).encode()).digest()[:DIGEST_BYTES]
+
+
+def unchanged(
+    existing: Mapping[str, Any] | None, wanted_digest: bytes, last: Applied | None
+) -> bool:
     """Whether applying the manifest of ``wanted_digest`` over ``existing`` would be a no-op."""
     if existing is None or last is None:
         return False
-    return last.digest == wanted_digest and last.stamp == stamp(existing)
+    return last == memory_of(wanted_digest, existing)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -42,7 +42,7 @@ from mas_operator.names import (
     LABEL_AGENT,
     application_selector,
 )
-from mas_operator.noops import Applied, ChildKey, digest, merge_patch, stamp, unchanged
+from mas_operator.noops import Applied, ChildKey, digest, memory_of, merge_patch, unchanged
 from mas_operator.plan import Plan, plan_application
 from mas_operator.probes import reads_jobs, sync_conformance, warn_when_not_conformant
 
@@ -337,7 +337,7 @@ def reconcile(
     ]
     applied_kinds = Counter(key[0] for key, _, _ in pairs if key not in skipped)
     written = {key: str(a["metadata"]["resourceVersion"]) for key, _, a in pairs}
-    remembered = {key: Applied(digest(m), stamp(a)) for key, m, a in pairs}
+    remembered = {key: memory_of(digest(m), a) for key, m, a in pairs}
     return Outcome(
         phase_of(seen),
         seen,

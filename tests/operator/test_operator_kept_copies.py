@@ -1,4 +1,5 @@
-"""What the operator keeps of each watched object between events (pure)."""
+"""What the operator keeps of each watched object and of its own applies between events
+(pure)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from mas_operator.children import CHILD_KINDS
 from mas_operator.handlers import kept_copy
 from mas_operator.indexes import project
 from mas_operator.names import ANNOTATION_CONFORMANCE_RUN, ANNOTATION_DIFFBASE
+from mas_operator.noops import digest, memory_of, unchanged
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -103,3 +105,27 @@ def test_the_kept_copy_of_an_application_drops_what_no_reconcile_reads() -> None
     }
     assert (kept["spec"], kept["status"]) == (body["spec"], body["status"])
     assert body["metadata"]["managedFields"]  # the object it was given is left as it was
+
+
+def test_the_memory_of_an_apply_is_32_bytes_and_tells_every_change() -> None:
+    manifest = service("a0")
+    returned = dict(service("a0"), metadata=dict(service("a0")["metadata"], generation=1))
+    memory = memory_of(digest(manifest), returned)
+    assert isinstance(memory, bytes) and len(memory) == 32
+    assert unchanged(decoded(returned), digest(decoded(manifest)), memory)
+    edited = dict(manifest, spec={"ports": [{"port": 8001}]})
+    assert not unchanged(returned, digest(edited), memory)  # we would apply something else
+    meta = returned["metadata"]
+    for changed in (
+        dict(meta, generation=2),  # someone changed its spec
+        dict(meta, labels={"maslab.io/agent": "a0"}),  # or its labels
+        dict(meta, annotations={}),  # or its annotations
+    ):
+        assert not unchanged(dict(returned, metadata=changed), digest(manifest), memory)
+    assert unchanged(dict(returned, status={"x": 1}), digest(manifest), memory)  # status only
+    plain = dict(manifest, kind="ConfigMap")  # no generation: its resourceVersion is the stamp
+    kept = memory_of(digest(plain), plain)
+    assert unchanged(plain, digest(plain), kept)
+    later = dict(plain, metadata=dict(plain["metadata"], resourceVersion="18"))
+    assert not unchanged(later, digest(plain), kept)
+    assert not unchanged(None, digest(plain), kept) and not unchanged(plain, digest(plain), None)
