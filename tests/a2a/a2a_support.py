@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,6 +19,7 @@ import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse
 from a2a.utils.constants import TransportProtocol
+from tests.ports import free_port
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.parts import dict_to_struct
@@ -36,13 +36,6 @@ from mas.runtime.turns import (
 )
 
 STEP = 10.0  # the longest any single awaited step of a test may take
-
-
-def free_port() -> int:
-    """A port the OS says is free on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from tests.security.served_process import app_document, free_port
+from tests.ports import free_port
+from tests.security.served_process import app_document
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
 from mas.ctl.session.exposure import bind_listeners

@@ -19,7 +19,8 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.security.served_process import ServedProcess, app_document, free_port, serve_process
+from tests.ports import free_port
+from tests.security.served_process import ServedProcess, app_document, serve_process
 
 pytestmark = [pytest.mark.timeout(150), pytest.mark.integration]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +40,7 @@ from a2a.utils.errors import InternalError, TaskNotFoundError, UnsupportedOperat
 from compliance.a2a.baseline_server import build_card as baseline_card
 from compliance.a2a.baseline_server import open_task
 from starlette.applications import Starlette
+from tests.ports import free_port
 
 from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
 
@@ -55,13 +55,6 @@ BREAKS = {
     "message-only",  # every send is answered with a Message, never a task (not a fault)
 }
 SLOW_SECONDS = 2.0
-
-
-def free_port() -> int:
-    """A port the OS says is free on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 class CompletingExecutor(AgentExecutor):

@@ -48,7 +48,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -63,6 +62,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.ports import free_port
 
 __all__ = [
     "BINARIES",
@@ -144,13 +145,6 @@ def binaries_available() -> tuple[bool, str]:
 
 # --------------------------------------------------------------------------
 # Small helpers
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free on ``host`` a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _tail(path: Path, lines: int = 40) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client import ApiException
 from tests.deadlines import COLD_START
+from tests.ports import free_port
 
 from mas_operator.runner import OperatorHandle, OperatorOptions, run_operator
 
@@ -301,13 +301,6 @@ def helm_template(*args: str, namespace: str = "mas-system") -> list[dict[str, A
     )
     assert out.returncode == 0, out.stderr
     return [d for d in yaml.safe_load_all(out.stdout) if d]
-
-
-def free_port() -> int:
-    """A port the OS says is free on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager

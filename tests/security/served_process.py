@@ -7,7 +7,6 @@ set-up, its exit code) or a server whose event loop is not the test's (the hypot
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,13 +20,6 @@ import yaml
 from tests.deadlines import COLD_START
 
 START_DEADLINE = COLD_START
-
-
-def free_port() -> int:
-    """A port the OS says is free on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def app_document(

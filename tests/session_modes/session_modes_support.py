@@ -29,13 +29,6 @@ START = COLD_START
 STEP = 20.0  # the longest any other awaited step may take
 
 
-def free_port() -> int:
-    """A port the OS says is free on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def listening(port: int) -> bool:
     """Whether something accepts TCP connections on 127.0.0.1:``port``."""
     with socket.socket() as sock:

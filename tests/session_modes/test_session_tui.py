@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from session_modes_support import START, STEP, chat_app, free_port, mas_ctl
+from session_modes_support import START, STEP, chat_app, mas_ctl
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

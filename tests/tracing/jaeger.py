@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.ports import free_port as any_free_port
 
 HERE = Path(__file__).resolve().parent
 REQUIRE_ENV = "MAS_REQUIRE_JAEGER"
@@ -53,7 +54,7 @@ BIND_ATTEMPTS = 3
 
 
 def free_port() -> int:
-    """A port the OS says is free on 127.0.0.1."""
+    """A port free on 127.0.0.1 (:func:`tests.ports.free_port`)."""
     return free_ports(1)[0]
 
 
@@ -62,15 +63,13 @@ class PortTaken(AssertionError):
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports the OS says are free on 127.0.0.1 (each held until all are)."""
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
+    """``count`` distinct ports free on 127.0.0.1, below the outgoing connections' range."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = any_free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 CONFIG = """\
