@@ -15,6 +15,7 @@ import socket
 from pathlib import Path
 
 LOWEST = 10000  # above the well-known and registered ports the suite's own tools use
+NODE_PORTS = 30000  # Kubernetes' NodePort range starts here: kube-proxy may catch it
 _RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _RANDOM = random.SystemRandom()  # not the seeded ``random`` hypothesis controls in a test
 
@@ -29,8 +30,9 @@ def outgoing_range() -> tuple[int, int]:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on ``host`` just now, below the outgoing range when there is room."""
-    low, _ = outgoing_range()
+    """A TCP port free on ``host`` just now, below the outgoing range (and below the
+    NodePort range) when there is room."""
+    low = min(outgoing_range()[0], NODE_PORTS)
     if low - LOWEST >= 1000:
         for _ in range(100):
             port = _RANDOM.randrange(LOWEST, low)

@@ -1,4 +1,4 @@
-"""The suite's listener ports come from below the outgoing connections' range."""
+"""The suite's listener ports come from below the outgoing connections' and NodePort ranges."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tests import ports
 
 
 def test_a_port_is_free_and_below_the_outgoing_range() -> None:
-    low, _ = ports.outgoing_range()
+    low = min(ports.outgoing_range()[0], ports.NODE_PORTS)
     picked = {ports.free_port() for _ in range(20)}
     assert all(ports.LOWEST <= port < low for port in picked), picked
     assert len(picked) > 1  # at random, not the same port for every test
@@ -24,8 +24,10 @@ def test_a_port_held_by_a_listener_is_never_picked(monkeypatch: pytest.MonkeyPat
         held.listen()
         port = held.getsockname()[1]
         monkeypatch.setattr(ports, "outgoing_range", lambda: (port + 1000, 60999))
+        monkeypatch.setattr(ports, "NODE_PORTS", port + 1000)
         monkeypatch.setattr(ports, "LOWEST", port)  # only the held port and 999 others
-        assert all(ports.free_port() != port for _ in range(200))
+        picked = [ports.free_port() for _ in range(200)]
+        assert all(port < other < port + 1000 for other in picked), picked
 
 
 def test_without_room_below_the_range_the_os_picks(monkeypatch: pytest.MonkeyPatch) -> None:
