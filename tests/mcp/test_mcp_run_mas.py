@@ -15,13 +15,13 @@ import pytest
 from mcp import Client
 from tests.conftest import EXAMPLES
 from tests.mcp.mcp_servers import ToolServer
+from tests.ports import free_port
 from tests.runtime.fake_chat_server import FakeChatServer, Plan, text_chunks, tool_call_chunks
 from tests.session_modes.session_modes_support import (
     START,
     MasCtl,
     application,
     environment,
-    free_port,
     mas_ctl,
     write_app,
 )

@@ -9,13 +9,8 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from tests.session_modes.session_modes_support import (
-    STEP,
-    application,
-    ask_a2a,
-    free_port,
-    scripted,
-)
+from tests.ports import free_port
+from tests.session_modes.session_modes_support import STEP, application, ask_a2a, scripted
 
 from mas.ctl.session.modes import SessionProcess
 from mas.infra.wiring import wire

@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from session_modes_support import (
-    START,
-    STEP,
-    ask_a2a,
-    chat_app,
-    environment,
-    free_port,
-    mas_ctl,
-)
+from session_modes_support import START, STEP, ask_a2a, chat_app, environment, mas_ctl
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

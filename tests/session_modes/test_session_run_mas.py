@@ -15,7 +15,6 @@ from session_modes_support import (
     application,
     ask_a2a,
     chat_app,
-    free_port,
     listening,
     mas_ctl,
     scripted,
@@ -23,6 +22,7 @@ from session_modes_support import (
     write_app,
 )
 from tests.conftest import EXAMPLES
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

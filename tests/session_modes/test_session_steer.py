@@ -16,13 +16,13 @@ from session_modes_support import (
     MasCtl,
     application,
     ask_a2a,
-    free_port,
     mas_ctl,
     queued_turns,
     scripted,
     story,
     write_app,
 )
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
