@@ -475,6 +475,7 @@ def main() -> int:
                         f"{scenario:>6} N={size:<4} [{label}] objects={objects:<5} "
                         f"operator={operator:7.2f}s plain-client={baseline:7.2f}s "
                         f"ratio={operator / baseline:5.2f} operator-peak-rss={rss:6.1f}MiB "
+                        f"({rss * 1.048576:.1f} MB) "
                         f"operator-cpu={cpu[0]:.1f}s load={os.getloadavg()[0]:.1f}"
                     )
                     print(json.dumps(r.__dict__) if args.json else line, flush=True)
