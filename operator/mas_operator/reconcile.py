@@ -173,6 +173,7 @@ def _apply_all(
     cluster: Cluster,
     body: Mapping[str, Any],
     desired: list[dict[str, Any]],
+    digests: list[bytes],
     *,
     existing: Mapping[str, list[dict[str, Any]]],
     generation: int | None,
@@ -187,10 +188,10 @@ def _apply_all(
     found = {(k, o["metadata"]["name"]): o for k, objs in existing.items() for o in objs}
     applied = []
     skipped: set[ChildKey] = set()
-    for manifest in desired:
+    for manifest, wanted in zip(desired, digests, strict=True):
         key = (str(manifest["kind"]), str(manifest["metadata"]["name"]))
         current = found.get(key)
-        if current is not None and unchanged(current, digest(manifest), last.get(key)):
+        if current is not None and unchanged(current, wanted, last.get(key)):
             applied.append(current)
             skipped.add(key)
             continue
@@ -286,10 +287,12 @@ def reconcile(
     self_contained = not secret_names(plan) and not reads_jobs(body, plan)
     versions = cluster.secret_versions(namespace, secret_names(plan))
     desired = [owned(m, body) for m in build_children(plan, versions)]
+    digests = [digest(m) for m in desired]  # each manifest's, once: the no-op check and memory
     applied, skipped = _apply_all(
         cluster,
         body,
         desired,
+        digests,
         existing=existing,
         generation=generation,
         summary=_wiring_summary(plan),
@@ -332,12 +335,12 @@ def reconcile(
         seen.agents_ready,
     )
     pairs = [
-        ((str(m["kind"]), str(m["metadata"]["name"])), m, a)
-        for m, a in zip(desired, applied, strict=True)
+        ((str(m["kind"]), str(m["metadata"]["name"])), d, a)
+        for m, d, a in zip(desired, digests, applied, strict=True)
     ]
     applied_kinds = Counter(key[0] for key, _, _ in pairs if key not in skipped)
     written = {key: str(a["metadata"]["resourceVersion"]) for key, _, a in pairs}
-    remembered = {key: memory_of(digest(m), a) for key, m, a in pairs}
+    remembered = {key: memory_of(d, a) for key, d, a in pairs}
     return Outcome(
         phase_of(seen),
         seen,
