@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import random
 import socket
+from collections import deque
 from pathlib import Path
 
 LOWEST = 10000  # above the well-known and registered ports the suite's own tools use
 NODE_PORTS = 30000  # Kubernetes' NodePort range starts here: kube-proxy may catch it
 _RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _RANDOM = random.SystemRandom()  # not the seeded ``random`` hypothesis controls in a test
+# The latest ports handed out in this process: a test asking for two gets two different ones
+# although neither is bound yet.
+_HANDED: deque[int] = deque(maxlen=1000)
 
 
 def outgoing_range() -> tuple[int, int]:
@@ -36,12 +40,20 @@ def free_port(host: str = "127.0.0.1") -> int:
     if low - LOWEST >= 1000:
         for _ in range(100):
             port = _RANDOM.randrange(LOWEST, low)
+            if port in _HANDED:
+                continue
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                 try:
                     sock.bind((host, port))  # no SO_REUSEADDR: a port in TIME_WAIT is skipped
                 except OSError:
                     continue
-                return port
+            _HANDED.append(port)
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` different ports free on ``host`` just now."""
+    return [free_port(host) for _ in range(count)]

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.ports import free_port as any_free_port
+from tests.ports import free_ports
 
 HERE = Path(__file__).resolve().parent
 REQUIRE_ENV = "MAS_REQUIRE_JAEGER"
@@ -53,23 +53,8 @@ def require_jaeger() -> Path:
 BIND_ATTEMPTS = 3
 
 
-def free_port() -> int:
-    """A port free on 127.0.0.1 (:func:`tests.ports.free_port`)."""
-    return free_ports(1)[0]
-
-
 class PortTaken(AssertionError):
     """Jaeger exited because one of its ports was taken between the choice and its bind."""
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports free on 127.0.0.1, below the outgoing connections' range."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = any_free_port()
-        if port not in ports:
-            ports.append(port)
-    return ports
 
 
 CONFIG = """\
@@ -123,9 +108,9 @@ class Jaeger:
     def start(cls, binary: Path, workdir: Path) -> Jaeger:
         """Start on free ports; returns once the query API answers.
 
-        A port the OS called free can be taken before Jaeger binds it (by any process's
-        outgoing connection: the ports come from the ephemeral range). Jaeger then exits
-        with "address already in use", and it is started again on other ports.
+        A port free when chosen (:func:`tests.ports.free_ports`) can still be taken by
+        another listener before Jaeger binds it. Jaeger then exits with "address already in
+        use", and it is started again on other ports.
         """
         for attempt in range(1, BIND_ATTEMPTS + 1):
             try:

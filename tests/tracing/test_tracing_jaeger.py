@@ -26,7 +26,8 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from tests.tracing.jaeger import Jaeger, free_port, require_jaeger
+from tests.ports import free_port
+from tests.tracing.jaeger import Jaeger, require_jaeger
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -34,3 +34,10 @@ def test_without_room_below_the_range_the_os_picks(monkeypatch: pytest.MonkeyPat
     low, high = ports.outgoing_range()  # where the OS really picks from
     monkeypatch.setattr(ports, "outgoing_range", lambda: (ports.LOWEST + 10, 60999))
     assert all(low <= ports.free_port() <= high for _ in range(5))
+
+
+def test_ports_asked_for_one_after_another_differ(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ports, "LOWEST", 20000)
+    monkeypatch.setattr(ports, "NODE_PORTS", 21000)  # 1,000 ports: repeats likely at random
+    picked = ports.free_ports(60)
+    assert len(set(picked)) == 60, picked
