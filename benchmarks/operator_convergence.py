@@ -55,6 +55,7 @@ sys.path.insert(0, str(REPO))
 import urllib3  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
 from tests.envtest.controlplane import ControlPlane, binaries_available  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 from mas_operator.children import build_children  # noqa: E402
 from mas_operator.kube import Cluster  # noqa: E402
@@ -155,6 +156,8 @@ class Result:
     idle_by_verb: dict[str, int] = field(default_factory=dict)  # apiserver_request_total
     operator_cpu_s: float = 0.0  # CPU time of the operator until it converged
     idle_cpu_s: float = 0.0  # and in the idle window
+    reconciles: int = 0  # reconciles the operator finished until it converged
+    rss_by_progress: dict[str, float] = field(default_factory=dict)  # "25%": MiB
 
 
 def client_of(user_agent: str) -> str:
@@ -216,6 +219,25 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def metric_total(port: int, name: str) -> int:
+    """The sum of a counter's samples on the operator's ``/metrics``."""
+    text = urllib3.request("GET", f"http://127.0.0.1:{port}/metrics", timeout=10).data.decode()
+    return round(
+        sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+    )
+
+
+def progress_marks(samples: list[tuple[int, float]], total: int) -> dict[str, float]:
+    """The operator's RSS when a quarter, half, three quarters and all of the Applications
+    had converged (the first poll at or past each mark)."""
+    marks: dict[str, float] = {}
+    for share in (25, 50, 75, 100):
+        done = next((rss for count, rss in samples if count * 100 >= share * total), None)
+        if done is not None:
+            marks[f"{share}%"] = round(done, 1)
+    return marks
+
+
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -253,8 +275,11 @@ def run_operator_scenario(
     audit_log: Path | None = None,
     env: dict[str, str] | None = None,
     trace_dir: Path | None = None,
-) -> tuple[float, float, dict[str, int], float, dict[str, int], tuple[float, float]]:
+) -> tuple[
+    float, float, dict[str, int], float, dict[str, int], tuple[float, float], int, dict[str, float]
+]:
     ns = namespace(cp)
+    metrics_port = free_port()
     custom = k8s.CustomObjectsApi(cp.api_client())
     apps = k8s.AppsV1Api(cp.api_client())
     expected = sum(len(d["spec"]["endpoints"]) for d in docs)
@@ -278,6 +303,8 @@ def run_operator_scenario(
             ns,
             "--resync",
             f"{resync:g}",
+            "--metrics-port",
+            str(metrics_port),
         ],
         stdout=subprocess.DEVNULL,
         stderr=log_file,
@@ -302,6 +329,8 @@ def run_operator_scenario(
         for doc in docs:
             custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, doc)
 
+        samples: list[tuple[int, float]] = []  # (Applications converged, operator RSS)
+
         def converged() -> bool:
             items = custom.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"]
             done = [
@@ -310,6 +339,7 @@ def run_operator_scenario(
                 if (i.get("status") or {}).get("observedGeneration") == i["metadata"]["generation"]
                 and len((i.get("status") or {}).get("agents") or {}) == len(i["spec"]["endpoints"])
             ]
+            samples.append((len(done), rss_mib(proc.pid)))
             if len(done) < len(docs):
                 return False
             return len(apps.list_namespaced_deployment(ns).items) == expected
@@ -320,6 +350,7 @@ def run_operator_scenario(
         wait_until(converged, 3600, f"convergence (operator log: {log})", every)
         took = time.perf_counter() - started
         rss, converged_cpu = peak_rss_mib(proc.pid), cpu_s(proc.pid)
+        reconciled = metric_total(metrics_port, "mas_operator_reconciles_total")
         if trace_dir is not None:
             dump_snapshot(proc.pid, trace_dir, 1)
         requests: dict[str, int] = {}
@@ -346,7 +377,8 @@ def run_operator_scenario(
             proc.kill()
             proc.wait(10)
         log_file.close()
-    return took, rss, requests, idle_rss, by_verb, (converged_cpu, idle_cpu)
+    marks = progress_marks(samples, len(docs))
+    return took, rss, requests, idle_rss, by_verb, (converged_cpu, idle_cpu), reconciled, marks
 
 
 def dump_snapshot(pid: int, trace_dir: Path, number: int) -> None:
@@ -460,14 +492,15 @@ def main() -> int:
                     trace_dir = None
                     if args.tracemalloc is not None:
                         trace_dir = args.tracemalloc / f"{scenario}-{size}{suffix}"
-                    operator, rss, requests, idle_rss, by_verb, cpu = run_operator_scenario(
+                    run = run_operator_scenario(
                         cp, docs, log, resync=args.resync, idle=args.idle, audit_log=audit_log,
                         env=env, trace_dir=trace_dir,
                     )  # fmt: skip
+                    operator, rss, requests, idle_rss, by_verb, cpu, reconciled, marks = run
                     results.append(
                         Result(
                             label, scenario, size, objects, operator, baseline, rss,
-                            args.idle, requests, idle_rss, by_verb, *cpu,
+                            args.idle, requests, idle_rss, by_verb, *cpu, reconciled, marks,
                         )
                     )  # fmt: skip
                     r = results[-1]
@@ -476,9 +509,13 @@ def main() -> int:
                         f"operator={operator:7.2f}s plain-client={baseline:7.2f}s "
                         f"ratio={operator / baseline:5.2f} operator-peak-rss={rss:6.1f}MiB "
                         f"({rss * 1.048576:.1f} MB) "
-                        f"operator-cpu={cpu[0]:.1f}s load={os.getloadavg()[0]:.1f}"
+                        f"operator-cpu={cpu[0]:.1f}s reconciles={reconciled} "
+                        f"load={os.getloadavg()[0]:.1f}"
                     )
                     print(json.dumps(r.__dict__) if args.json else line, flush=True)
+                    if not args.json:
+                        marks_text = ", ".join(f"{k} {v} MiB" for k, v in marks.items())
+                        print(f"  operator RSS when converged: {marks_text}", flush=True)
                     if args.idle > 0 and not args.json:
                         print_idle(r)
     return 0

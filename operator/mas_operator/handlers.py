@@ -50,7 +50,12 @@ from mas_operator.children import CHILD_KINDS
 from mas_operator.indexes import ChildIndex
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
-from mas_operator.names import ANNOTATION_DIFFBASE, MANAGED_BY
+from mas_operator.names import (
+    ANNOTATION_DIFFBASE,
+    KOPF_ANNOTATIONS,
+    MANAGED_BY,
+    RECONCILE_HANDLER_ID,
+)
 from mas_operator.noops import Applied, ChildKey, digest
 from mas_operator.probes import JOB_KIND, conformance_run
 from mas_operator.reconcile import Outcome, reconcile
@@ -74,7 +79,8 @@ class OperatorContext:
     last_applied: dict[str, Mapping[ChildKey, Applied]] = field(default_factory=dict)
     retries: Retries = field(default_factory=Retries)
     children: ChildIndex | None = None  # from the first handler kopf calls
-    settled: dict[str, bytes] = field(default_factory=dict)  # uid: inputs_digest
+    # uid: the application_inputs its last reconcile left, while nothing it read has changed
+    settled: dict[str, bytes] = field(default_factory=dict)
     statuses: dict[str, WrittenStatus] = field(default_factory=dict)  # our last status writes
     closing: bool = False
     _workers: ThreadPoolExecutor | None = None
@@ -112,14 +118,20 @@ class OperatorContext:
         return self.written.get(uid, {}).get(key) == meta.get("resourceVersion")
 
     def mark_dirty(self, uid: str) -> None:
-        """Ask the resync loop to reconcile ``uid`` soon."""
+        """Ask the resync loop to reconcile ``uid`` soon (something it reads changed)."""
+        self.settled.pop(uid, None)
         if uid in self.apps:
             self.dirty.add(uid)
             self._wake.set()
 
     def remember(self, body: Mapping[str, Any]) -> None:
+        """Keep the newest copy of an Application; it is no longer settled when a reconcile
+        would read it differently from what the last reconcile left."""
         uid = str(body["metadata"]["uid"])
         self.apps[uid] = kept_copy(body)
+        left = self.settled.get(uid)
+        if left is not None and application_inputs(body) != left:
+            del self.settled[uid]
 
     def forget(self, uid: str) -> None:
         self.apps.pop(uid, None)
@@ -146,14 +158,20 @@ def kept_copy(body: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def inputs_digest(body: Mapping[str, Any], children: Mapping[str, list[dict[str, Any]]]) -> bytes:
-    """What a self-contained reconcile reads, by version: the Application and its children."""
-    versions = sorted(
-        (kind, str(o["metadata"].get("name")), str(o["metadata"].get("resourceVersion")))
-        for kind, objs in children.items()
-        for o in objs
-    )
-    return digest({"application": body["metadata"].get("resourceVersion"), "children": versions})
+def application_inputs(body: Mapping[str, Any]) -> bytes:
+    """What a reconcile reads of an Application, by content: all of it but what only
+    bookkeeping changes (its ``resourceVersion``, ``managedFields`` and kopf's own
+    annotations). Our status write and kopf's patch after the handler each make a new
+    version; neither changes this, unless the status itself changed."""
+    meta = {
+        k: v
+        for k, v in (body.get("metadata") or {}).items()
+        if k not in ("resourceVersion", "managedFields")
+    }
+    annotations = meta.get("annotations")
+    if annotations and not KOPF_ANNOTATIONS.isdisjoint(annotations):
+        meta["annotations"] = {k: v for k, v in annotations.items() if k not in KOPF_ANNOTATIONS}
+    return digest({**body, "metadata": meta})
 
 
 class RetryNotDue(kopf.TemporaryError):
@@ -225,7 +243,12 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
     if outcome.status_written is not None:
         ctx.statuses[uid] = after_write(snapshot, outcome.status_written, ctx.statuses.get(uid))
     if outcome.self_contained and existing is not None:
-        ctx.settled[uid] = inputs_digest(snapshot, existing)
+        # Settled: the next reconcile would read the Application as our status write left
+        # it (or as read) and the children as our applies left them, so it would do
+        # nothing. The echoes of those writes keep it settled; any other change of the
+        # Application (remember) or event of a child (mark_dirty) unsettles it.
+        left = snapshot if outcome.status_written is None else outcome.status_written
+        ctx.settled[uid] = application_inputs(left)
     for kind, count in outcome.applied.items():
         ctx.metrics.children_applied.labels(kind=kind).inc(count)
     return outcome
@@ -256,9 +279,9 @@ def register(registry: kopf.OperatorRegistry) -> None:
     resource = (API_GROUP, API_VERSION, PLURAL)
     indexes.register(registry)
 
-    @kopf.on.resume(*resource, id="reconcile", registry=registry)
-    @kopf.on.create(*resource, id="reconcile", registry=registry)
-    @kopf.on.update(*resource, id="reconcile", registry=registry)
+    @kopf.on.resume(*resource, id=RECONCILE_HANDLER_ID, registry=registry)
+    @kopf.on.create(*resource, id=RECONCILE_HANDLER_ID, registry=registry)
+    @kopf.on.update(*resource, id=RECONCILE_HANDLER_ID, registry=registry)
     async def reconcile_handler(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
         ctx: OperatorContext = memo["ctx"]
         ctx.see_indexes(kwargs)

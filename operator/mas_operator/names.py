@@ -25,6 +25,12 @@ ANNOTATION_GENERATION = f"{DOMAIN}/application-generation"
 ANNOTATION_CONFORMANCE_RUN = f"{DOMAIN}/conformance-run"
 DIFFBASE_KEY = "last-handled-configuration"  # kopf's diff base, in our domain
 ANNOTATION_DIFFBASE = f"{DOMAIN}/{DIFFBASE_KEY}"
+# kopf's own annotations on an Application (progress storage under our domain: one key per
+# handler id, and its touch key), which a reconcile never reads.
+RECONCILE_HANDLER_ID = "reconcile"
+KOPF_ANNOTATIONS = frozenset(
+    {ANNOTATION_DIFFBASE, f"{DOMAIN}/{RECONCILE_HANDLER_ID}", f"{DOMAIN}/touch-dummy"}
+)
 # On conformance Jobs and their pods: the agent probed (never maslab.io/agent, which
 # Services and Deployments select the agent's own pods by).
 LABEL_PROBED_AGENT = f"{DOMAIN}/conformance-agent"

@@ -22,6 +22,7 @@ from kubernetes.client import ApiException
 from tests.deadlines import COLD_START
 from tests.ports import free_port
 
+from mas_operator.metrics import OperatorMetrics
 from mas_operator.runner import OperatorHandle, OperatorOptions, run_operator
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -203,6 +204,26 @@ def cluster_app(name: str = "desk") -> dict[str, Any]:
             },
         },
     }
+
+
+def total(counter: Any) -> int:
+    """The value of a prometheus Counter, summed over its labels."""
+    value = 0.0
+    for family in counter.collect():
+        value += sum(s.value for s in family.samples if s.name.endswith("_total"))
+    return int(value)
+
+
+def reconciles(metrics: OperatorMetrics) -> int:
+    """How many reconciles the operator has finished (by any path, with any outcome)."""
+    return total(metrics.reconciles)
+
+
+def self_contained_app() -> dict[str, Any]:
+    """:func:`cluster_app` without its Secret: a reconcile reads only it and its children."""
+    doc = cluster_app()
+    del doc["spec"]["endpoints"]["back"]["headers"]
+    return doc
 
 
 def owned_children(api: Api, uid: str) -> dict[str, list[str]]:

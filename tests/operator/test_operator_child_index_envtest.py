@@ -11,11 +11,19 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from operator_support import Api, cluster_app, eventually, owned_children, wait_condition
+from operator_support import (
+    Api,
+    cluster_app,
+    eventually,
+    owned_children,
+    reconciles,
+    self_contained_app,
+    total,
+    wait_condition,
+)
 
 from mas_operator.children import ChildKind
 from mas_operator.kube import Cluster
-from mas_operator.metrics import OperatorMetrics
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
 
@@ -39,25 +47,6 @@ def listed(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     monkeypatch.setattr(Cluster, "list_children", counting)
     return counts
-
-
-def total(counter: Any) -> int:
-    """The value of a prometheus Counter, summed over its labels."""
-    value = 0.0
-    for family in counter.collect():
-        value += sum(s.value for s in family.samples if s.name.endswith("_total"))
-    return int(value)
-
-
-def reconciles(metrics: OperatorMetrics) -> int:
-    return total(metrics.reconciles)
-
-
-def self_contained_app() -> dict[str, Any]:
-    """:func:`cluster_app` without its Secret: a reconcile reads only it and its children."""
-    doc = cluster_app()
-    del doc["spec"]["endpoints"]["back"]["headers"]
-    return doc
 
 
 def test_resync_passes_list_no_children(

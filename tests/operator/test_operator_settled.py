@@ -1,0 +1,112 @@
+"""When a full resync pass may leave an Application alone (pure).
+
+An Application is settled by a successful self-contained reconcile, with what that
+reconcile left: the echoes of its own writes (the status patch, kopf's annotation patch
+after its handler, the children's applies) keep it settled; any other change unsettles it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from mas_operator.handlers import OperatorContext, application_inputs
+from mas_operator.kube import Cluster
+from mas_operator.metrics import OperatorMetrics
+from mas_operator.names import ANNOTATION_CONFORMANCE_RUN, ANNOTATION_DIFFBASE
+from mas_operator.resync import is_settled
+
+pytestmark = pytest.mark.timeout(10)
+
+UID = "6f1c2b7e-0000-4000-8000-000000000001"
+
+
+def app(version: str = "10") -> dict[str, Any]:
+    return {
+        "apiVersion": "infra.maslab.io/v1",
+        "kind": "Application",
+        "metadata": {
+            "name": "desk",
+            "namespace": "team",
+            "uid": UID,
+            "generation": 1,
+            "resourceVersion": version,
+            "labels": {"team": "research"},
+            "annotations": {},
+            "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+        },
+        "spec": {"agency": {"entry": "front"}},
+        "status": {"phase": "Ready", "observedGeneration": 1},
+    }
+
+
+def bookkeeping(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` as the echo of a write that changed only bookkeeping: a new version, new
+    managed fields, kopf's diff base and a progress record of its handler."""
+    echo = copy.deepcopy(body)
+    meta = echo["metadata"]
+    meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+    meta["managedFields"].append({"manager": "mas-operator", "operation": "Update"})
+    meta["annotations"][ANNOTATION_DIFFBASE] = '{"spec":{}}'
+    meta["annotations"]["maslab.io/reconcile"] = '{"started":"2026-12-04T00:00:00Z"}'
+    return echo
+
+
+def test_the_inputs_of_an_application_leave_out_its_bookkeeping() -> None:
+    assert application_inputs(bookkeeping(app())) == application_inputs(app())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda b: b["spec"].update(agency={"entry": "back"}),
+        lambda b: b["metadata"].update(generation=2),
+        lambda b: b["status"].update(phase="Degraded"),
+        lambda b: b["metadata"]["labels"].update(team="ops"),
+        lambda b: b["metadata"]["annotations"].update({ANNOTATION_CONFORMANCE_RUN: "2"}),
+        lambda b: b["metadata"].update(deletionTimestamp="2026-12-04T00:00:00Z"),
+    ],
+    ids=["spec", "generation", "status", "label", "conformance-run", "deletion"],
+)
+def test_what_a_reconcile_reads_changes_the_inputs(change: Any) -> None:
+    changed = app()
+    change(changed)
+    assert application_inputs(changed) != application_inputs(app())
+
+
+@pytest.fixture
+def ctx() -> OperatorContext:
+    """A context whose Application was just reconciled (its status write left ``app()``)."""
+    context = OperatorContext(Cluster(k8s.ApiClient()), OperatorMetrics())
+    context.remember(app("9"))  # the copy the reconcile started from
+    context.settled[UID] = application_inputs(app())
+    return context
+
+
+def test_the_echoes_of_our_writes_keep_it_settled(ctx: OperatorContext) -> None:
+    ctx.remember(app())  # the status write's echo, however late it comes
+    ctx.remember(bookkeeping(app()))  # then kopf's annotation patch
+    assert is_settled(ctx, UID)
+
+
+def test_any_other_change_of_the_application_unsettles_it(ctx: OperatorContext) -> None:
+    edited = app("12")
+    edited["metadata"]["labels"]["team"] = "ops"
+    ctx.remember(edited)
+    assert not is_settled(ctx, UID)
+    ctx.remember(app("13"))  # changed back: still to be reconciled once
+    assert not is_settled(ctx, UID)
+
+
+def test_a_child_event_that_is_not_our_echo_unsettles_it(ctx: OperatorContext) -> None:
+    ctx.mark_dirty(UID)
+    assert not is_settled(ctx, UID)
+    assert UID in ctx.dirty
+
+
+def test_a_forgotten_application_is_not_settled(ctx: OperatorContext) -> None:
+    ctx.forget(UID)
+    assert not is_settled(ctx, UID)
