@@ -82,6 +82,8 @@ class OperatorContext:
     # uid: the application_inputs its last reconcile left, while nothing it read has changed
     settled: dict[str, bytes] = field(default_factory=dict)
     statuses: dict[str, WrittenStatus] = field(default_factory=dict)  # our last status writes
+    # uid: the children (kind, name, resourceVersion) seen while its reconcile ran
+    held: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
     closing: bool = False
     _workers: ThreadPoolExecutor | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -117,6 +119,28 @@ class OperatorContext:
         key = (str(body.get("kind")), str(meta.get("name")))
         return self.written.get(uid, {}).get(key) == meta.get("resourceVersion")
 
+    def child_seen(self, uid: str, body: Mapping[str, Any]) -> None:
+        """A child of ``uid`` was added or modified: reconcile ``uid`` soon unless this is
+        the echo of our own apply. While a reconcile of ``uid`` runs, the echo of its apply
+        can arrive before the reconcile's thread has recorded the version that apply
+        returned, so the child is held and judged when the reconcile ends
+        (:meth:`judge_held`)."""
+        lock = self._locks.get(uid)
+        if lock is not None and lock.locked():
+            meta = body.get("metadata") or {}
+            seen = (str(body.get("kind")), str(meta.get("name")), str(meta.get("resourceVersion")))
+            self.held.setdefault(uid, []).append(seen)
+        elif not self.is_own_write(uid, body):
+            self.mark_dirty(uid)
+
+    def judge_held(self, uid: str) -> None:
+        """Mark ``uid`` dirty if a child held during its reconcile was not our own write."""
+        written = self.written.get(uid, {})
+        if any(
+            written.get((kind, name)) != version for kind, name, version in self.held.pop(uid, ())
+        ):
+            self.mark_dirty(uid)
+
     def mark_dirty(self, uid: str) -> None:
         """Ask the resync loop to reconcile ``uid`` soon (something it reads changed)."""
         self.settled.pop(uid, None)
@@ -141,6 +165,7 @@ class OperatorContext:
         self.last_applied.pop(uid, None)
         self.settled.pop(uid, None)
         self.statuses.pop(uid, None)
+        self.held.pop(uid, None)
         self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
 
@@ -168,9 +193,12 @@ def application_inputs(body: Mapping[str, Any]) -> bytes:
         for k, v in (body.get("metadata") or {}).items()
         if k not in ("resourceVersion", "managedFields")
     }
-    annotations = meta.get("annotations")
-    if annotations and not KOPF_ANNOTATIONS.isdisjoint(annotations):
-        meta["annotations"] = {k: v for k, v in annotations.items() if k not in KOPF_ANNOTATIONS}
+    # kopf's first patch adds the annotations map itself: none and only kopf's are the same
+    annotations = {
+        k: v for k, v in (meta.pop("annotations", None) or {}).items() if k not in KOPF_ANNOTATIONS
+    }
+    if annotations:
+        meta["annotations"] = annotations
     return digest({**body, "metadata": meta})
 
 
@@ -181,7 +209,15 @@ class RetryNotDue(kopf.TemporaryError):
 async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome:
     """Reconcile one Application under its lock, unless its backoff is not due; record the
     metrics and, on an API failure, the next retry (raised as a :class:`kopf.TemporaryError`
-    with that delay)."""
+    with that delay). Then judge the children seen while it ran (no await in between, so
+    no other reconcile of it has started)."""
+    try:
+        return await _run_reconcile(ctx, body)
+    finally:
+        ctx.judge_held(str(body["metadata"]["uid"]))
+
+
+async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome:
     snapshot = dict(body)
     meta = snapshot["metadata"]
     uid, generation = str(meta["uid"]), meta.get("generation")
@@ -332,5 +368,7 @@ def register(registry: kopf.OperatorRegistry) -> None:
                 if ref.get("kind") != "Application":
                     continue
                 uid = str(ref.get("uid"))
-                if type == "DELETED" or not ctx.is_own_write(uid, body):
-                    ctx.mark_dirty(uid)  # drift or a status change; our own echo is skipped
+                if type == "DELETED":
+                    ctx.mark_dirty(uid)
+                else:
+                    ctx.child_seen(uid, body)  # drift or a status change; our own echo is skipped

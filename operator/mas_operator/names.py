@@ -26,10 +26,16 @@ ANNOTATION_CONFORMANCE_RUN = f"{DOMAIN}/conformance-run"
 DIFFBASE_KEY = "last-handled-configuration"  # kopf's diff base, in our domain
 ANNOTATION_DIFFBASE = f"{DOMAIN}/{DIFFBASE_KEY}"
 # kopf's own annotations on an Application (progress storage under our domain: one key per
-# handler id, and its touch key), which a reconcile never reads.
+# handler id, its touch key, and the marker it brands our prefix with on its first patch),
+# which a reconcile never reads.
 RECONCILE_HANDLER_ID = "reconcile"
 KOPF_ANNOTATIONS = frozenset(
-    {ANNOTATION_DIFFBASE, f"{DOMAIN}/{RECONCILE_HANDLER_ID}", f"{DOMAIN}/touch-dummy"}
+    {
+        ANNOTATION_DIFFBASE,
+        f"{DOMAIN}/{RECONCILE_HANDLER_ID}",
+        f"{DOMAIN}/touch-dummy",
+        f"{DOMAIN}/kopf-managed",
+    }
 )
 # On conformance Jobs and their pods: the agent probed (never maslab.io/agent, which
 # Services and Deployments select the agent's own pods by).

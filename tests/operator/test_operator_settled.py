@@ -7,6 +7,7 @@ after its handler, the children's applies) keep it settled; any other change uns
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -35,7 +36,6 @@ def app(version: str = "10") -> dict[str, Any]:
             "generation": 1,
             "resourceVersion": version,
             "labels": {"team": "research"},
-            "annotations": {},
             "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
         },
         "spec": {"agency": {"entry": "front"}},
@@ -45,13 +45,16 @@ def app(version: str = "10") -> dict[str, Any]:
 
 def bookkeeping(body: dict[str, Any]) -> dict[str, Any]:
     """``body`` as the echo of a write that changed only bookkeeping: a new version, new
-    managed fields, kopf's diff base and a progress record of its handler."""
+    managed fields, kopf's diff base, a progress record of its handler and the marker kopf
+    brands our annotation prefix with."""
     echo = copy.deepcopy(body)
     meta = echo["metadata"]
     meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
     meta["managedFields"].append({"manager": "mas-operator", "operation": "Update"})
-    meta["annotations"][ANNOTATION_DIFFBASE] = '{"spec":{}}'
-    meta["annotations"]["maslab.io/reconcile"] = '{"started":"2026-12-04T00:00:00Z"}'
+    annotations = meta.setdefault("annotations", {})  # none before kopf's first patch
+    annotations[ANNOTATION_DIFFBASE] = '{"spec":{}}'
+    annotations["maslab.io/reconcile"] = '{"started":"2026-12-04T00:00:00Z"}'
+    annotations["maslab.io/kopf-managed"] = "yes"
     return echo
 
 
@@ -66,7 +69,9 @@ def test_the_inputs_of_an_application_leave_out_its_bookkeeping() -> None:
         lambda b: b["metadata"].update(generation=2),
         lambda b: b["status"].update(phase="Degraded"),
         lambda b: b["metadata"]["labels"].update(team="ops"),
-        lambda b: b["metadata"]["annotations"].update({ANNOTATION_CONFORMANCE_RUN: "2"}),
+        lambda b: (
+            b["metadata"].setdefault("annotations", {}).update({ANNOTATION_CONFORMANCE_RUN: "2"})
+        ),
         lambda b: b["metadata"].update(deletionTimestamp="2026-12-04T00:00:00Z"),
     ],
     ids=["spec", "generation", "status", "label", "conformance-run", "deletion"],
@@ -110,3 +115,44 @@ def test_a_child_event_that_is_not_our_echo_unsettles_it(ctx: OperatorContext) -
 def test_a_forgotten_application_is_not_settled(ctx: OperatorContext) -> None:
     ctx.forget(UID)
     assert not is_settled(ctx, UID)
+
+
+def child(name: str, version: str) -> dict[str, Any]:
+    return {"kind": "Service", "metadata": {"name": name, "resourceVersion": version}}
+
+
+def test_the_echo_of_our_apply_outside_a_reconcile_keeps_it_settled(ctx: OperatorContext) -> None:
+    ctx.written[UID] = {("Service", "desk-front"): "213"}
+    ctx.child_seen(UID, child("desk-front", "213"))
+    assert is_settled(ctx, UID)
+    ctx.child_seen(UID, child("desk-front", "214"))  # someone else's write
+    assert not is_settled(ctx, UID)
+    assert UID in ctx.dirty
+
+
+async def reconcile_that_sees(ctx: OperatorContext, seen: dict[str, Any], records: str) -> None:
+    """A reconcile during which ``seen`` arrives before its thread records that its apply
+    of desk-front returned ``records``; then what run_reconcile does after it."""
+    async with ctx.lock(UID):
+        ctx.child_seen(UID, seen)
+        assert UID not in ctx.dirty  # held, not judged yet
+        ctx.written[UID] = {("Service", "desk-front"): records}
+        ctx.settled[UID] = application_inputs(app())
+    ctx.judge_held(UID)
+
+
+def test_an_echo_that_beats_the_record_of_its_apply_keeps_it_settled(
+    ctx: OperatorContext,
+) -> None:
+    asyncio.run(reconcile_that_sees(ctx, child("desk-front", "213"), records="213"))
+    assert is_settled(ctx, UID)
+    assert UID not in ctx.dirty
+    assert UID not in ctx.held
+
+
+def test_a_change_seen_during_a_reconcile_unsettles_it_when_the_reconcile_ends(
+    ctx: OperatorContext,
+) -> None:
+    asyncio.run(reconcile_that_sees(ctx, child("desk-front", "212"), records="213"))
+    assert not is_settled(ctx, UID)
+    assert UID in ctx.dirty
