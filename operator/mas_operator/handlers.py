@@ -154,7 +154,11 @@ class OperatorContext:
         uid = str(body["metadata"]["uid"])
         self.apps[uid] = kept_copy(body)
         left = self.settled.get(uid)
-        if left is not None and application_inputs(body) != left:
+        if left is None:
+            return
+        # A version from before our status write (kopf's handler can be called with it
+        # after a resync pass reconciled it) reads with the status that write left.
+        if application_inputs(known_status(body, self.statuses.get(uid))) != left:
             del self.settled[uid]
 
     def forget(self, uid: str) -> None:
@@ -206,18 +210,22 @@ class RetryNotDue(kopf.TemporaryError):
     """The Application failed recently and its backoff has not run out: nothing was tried."""
 
 
-async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome:
+async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome | None:
     """Reconcile one Application under its lock, unless its backoff is not due; record the
     metrics and, on an API failure, the next retry (raised as a :class:`kopf.TemporaryError`
     with that delay). Then judge the children seen while it ran (no await in between, so
-    no other reconcile of it has started)."""
+    no other reconcile of it has started).
+
+    None: nothing to do, because the reconcile that held the lock before this one settled
+    the Application and ``body`` reads as that reconcile left it (kopf's handler and a
+    resync pass that both found it unsettled: the second would repeat the first)."""
     try:
         return await _run_reconcile(ctx, body)
     finally:
         ctx.judge_held(str(body["metadata"]["uid"]))
 
 
-async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome:
+async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome | None:
     snapshot = dict(body)
     meta = snapshot["metadata"]
     uid, generation = str(meta["uid"]), meta.get("generation")
@@ -230,6 +238,9 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
         planned = ctx.retries.next_delay(uid)
         # A copy older than our last status write is compared with what that write left.
         snapshot = known_status(snapshot, ctx.statuses.get(uid))
+        left = ctx.settled.get(uid)
+        if left is not None and application_inputs(snapshot) == left:
+            return None
         # Read on the loop, where kopf updates the indexes; None: the reconcile LISTs them.
         existing = ctx.children.children_of(uid) if ctx.children is not None else None
         ctx.settled.pop(uid, None)
@@ -283,8 +294,8 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
         # it (or as read) and the children as our applies left them, so it would do
         # nothing. The echoes of those writes keep it settled; any other change of the
         # Application (remember) or event of a child (mark_dirty) unsettles it.
-        left = snapshot if outcome.status_written is None else outcome.status_written
-        ctx.settled[uid] = application_inputs(left)
+        settled_as = snapshot if outcome.status_written is None else outcome.status_written
+        ctx.settled[uid] = application_inputs(settled_as)
     for kind, count in outcome.applied.items():
         ctx.metrics.children_applied.labels(kind=kind).inc(count)
     return outcome
@@ -324,6 +335,8 @@ def register(registry: kopf.OperatorRegistry) -> None:
         ctx.remember(body)
         try:
             outcome = await run_reconcile(ctx, body)
+            if outcome is None:
+                return
         except RetryNotDue as waiting:
             # The resync loop owns this Application's retry and runs it when it is due;
             # raising would only make kopf log an error and post an Event for nothing tried.

@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from operator_support import reconciles
 
-from mas_operator.handlers import OperatorContext, application_inputs
+from mas_operator.handlers import OperatorContext, application_inputs, run_reconcile
 from mas_operator.kube import Cluster
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import ANNOTATION_CONFORMANCE_RUN, ANNOTATION_DIFFBASE
 from mas_operator.resync import is_settled
+from mas_operator.statuses import after_write
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -82,11 +84,20 @@ def test_what_a_reconcile_reads_changes_the_inputs(change: Any) -> None:
     assert application_inputs(changed) != application_inputs(app())
 
 
+def created() -> dict[str, Any]:
+    """The Application as created, before the reconcile that wrote its status."""
+    body = app("9")
+    del body["status"]
+    return body
+
+
 @pytest.fixture
 def ctx() -> OperatorContext:
-    """A context whose Application was just reconciled (its status write left ``app()``)."""
+    """A context whose Application was just reconciled from ``created()``: its status
+    write returned ``app()``."""
     context = OperatorContext(Cluster(k8s.ApiClient()), OperatorMetrics())
-    context.remember(app("9"))  # the copy the reconcile started from
+    context.remember(created())
+    context.statuses[UID] = after_write(created(), app(), None)
     context.settled[UID] = application_inputs(app())
     return context
 
@@ -94,6 +105,24 @@ def ctx() -> OperatorContext:
 def test_the_echoes_of_our_writes_keep_it_settled(ctx: OperatorContext) -> None:
     ctx.remember(app())  # the status write's echo, however late it comes
     ctx.remember(bookkeeping(app()))  # then kopf's annotation patch
+    assert is_settled(ctx, UID)
+
+
+def test_the_version_it_was_reconciled_from_keeps_it_settled(ctx: OperatorContext) -> None:
+    """kopf's handler can be called with the version a resync pass reconciled from, after
+    that reconcile wrote its status."""
+    ctx.remember(created())
+    assert is_settled(ctx, UID)
+
+
+def test_a_reconcile_queued_behind_the_one_that_settled_it_does_nothing(
+    ctx: OperatorContext,
+) -> None:
+    """kopf's handler and a resync pass both found it unsettled; the second to take its
+    lock reads what the first left, and neither applies nor counts a reconcile."""
+    assert asyncio.run(run_reconcile(ctx, created())) is None
+    assert asyncio.run(run_reconcile(ctx, app())) is None
+    assert reconciles(ctx.metrics) == 0
     assert is_settled(ctx, UID)
 
 
