@@ -71,7 +71,7 @@ async def resync_loop(ctx: OperatorContext) -> None:
 
 
 async def _resync_one(ctx: OperatorContext, uid: str, slots: asyncio.Semaphore) -> None:
-    body = ctx.apps.get(uid)
+    body = ctx.app(uid)
     if body is None or body["metadata"].get("deletionTimestamp"):
         ctx.retries.succeeded(uid)  # nothing left to retry
         return

@@ -4,13 +4,18 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from typing import Any
 
+import kopf
 import pytest
+from kubernetes import client as k8s
 
 from mas_operator.children import CHILD_KINDS
-from mas_operator.handlers import kept_copy
+from mas_operator.handlers import OperatorContext, kept_copy
 from mas_operator.indexes import project
+from mas_operator.kube import Cluster
+from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import ANNOTATION_CONFORMANCE_RUN, ANNOTATION_DIFFBASE
 from mas_operator.noops import digest, memory_of, unchanged
 
@@ -105,6 +110,60 @@ def test_the_kept_copy_of_an_application_drops_what_no_reconcile_reads() -> None
     }
     assert (kept["spec"], kept["status"]) == (body["spec"], body["status"])
     assert body["metadata"]["managedFields"]  # the object it was given is left as it was
+
+
+def application_with_status(agents: int) -> dict[str, Any]:
+    names = [f"a{i}" for i in range(agents)]
+    status = {
+        name: {"url": f"http://desk-{name}.team-a.svc:8080", "ready": True, "replicas": 1}
+        for name in names
+    }
+    return {
+        "apiVersion": "infra.maslab.io/v1",
+        "kind": "Application",
+        "metadata": {
+            "name": "desk",
+            "namespace": "team-a",
+            "uid": "app-uid",
+            "resourceVersion": "5",
+            "generation": 1,
+            "annotations": {ANNOTATION_DIFFBASE: '{"spec": {}}'},
+            "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+        },
+        "spec": {
+            "agency": {"entry": "a0", "agents": {n: {"spec": {"skills": ["s"]}} for n in names}},
+            "endpoints": {n: {"usage": "deploy"} for n in names},
+        },
+        "status": {"agents": status, "phase": "Ready", "agents_ready": f"{agents}/{agents}"},
+    }
+
+
+def test_the_context_keeps_that_copy_without_the_body_the_watch_decoded() -> None:
+    """The kept copy is compact JSON: the watch's decoded body (dicts and strings kopf
+    drops after its handlers) is not held by it, and it reads back as the copy. Measured
+    over 200 Applications, so that the interpreter's free lists do not count."""
+    ctx = OperatorContext(Cluster(k8s.ApiClient()), OperatorMetrics())
+    bodies = []
+    for n in range(200):
+        body = application_with_status(5)
+        body["metadata"]["uid"] = f"uid-{n}"
+        bodies.append(json.dumps(body))
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        decoded_bodies = [json.loads(text) for text in bodies]
+        decoded_size = tracemalloc.get_traced_memory()[0] - start
+        for raw in decoded_bodies:
+            ctx.remember(raw)
+        del decoded_bodies, raw
+        kept_size = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert kept_size < decoded_size / 2, (kept_size, decoded_size)
+    body = kopf.Body(decoded(application_with_status(5)))  # what kopf hands a handler
+    ctx.remember(body)
+    assert ctx.app("app-uid") == kept_copy(application_with_status(5))
+    assert ctx.app("no-such-uid") is None
 
 
 def test_the_memory_of_an_apply_is_32_bytes_and_tells_every_change() -> None:
