@@ -40,15 +40,20 @@ EXPOSURES: dict[str, A2AExposure] = {}  # by URL, while served
 
 @contextlib.asynccontextmanager
 async def exposure(
-    fast: bool, message_grace: float = 5.0, runner: ScriptRunner | None = None
+    fast: bool,
+    message_grace: float = 5.0,
+    runner: ScriptRunner | None = None,
+    grpc: bool = False,
 ) -> AsyncIterator[str]:
+    """Serve the scripted agent; its URL (``EXPOSURES[url]``: the exposure, while served)."""
     mailbox = SessionTurnMailbox(runner or ScriptRunner(), max_pending_per_session=1)
     MAILBOXES.append(mailbox)
     served = A2AExposure(
         agent_id="scripted",
         manifest=AgentManifest(),
-        endpoint=endpoint_for(free_port()),
+        endpoint=endpoint_for(free_port(), free_port() if grpc else None),
         mailbox=mailbox,
+        grpc=grpc,
         drain_timeout=2.0,
         message_grace=message_grace,
         fast_send=fast,

@@ -16,9 +16,10 @@ in memory by default, or the SDK's database stores) and a push sender that deliv
 event path (``server/push_delivery.py``);
 with ``fast_send`` (the default) a quick blocking send and a streaming send of a new task
 skip the SDK's per-task machinery (``server/fast_handler.py``, ``server/fast_stream.py``,
-``server/fast_jsonrpc.py``, the same answers). Protocol 1.0 is served, and the 0.3 method
-names and transports too (``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC
-``a2a.v1.A2AService``). A request without an ``A2A-Version`` header is read as 0.3.
+``server/fast_jsonrpc.py``, ``server/fast_grpc.py``, the same answers). Protocol 1.0 is
+served, and the 0.3 method names and transports too (``message/send``, ``tasks/cancel``,
+REST ``/v1/...``, gRPC ``a2a.v1.A2AService``). A request without an ``A2A-Version`` header
+is read as 0.3.
 
 Push-notification URLs are screened by the endpoint's ``a2a.push`` policy
 (:class:`~library_ioa.plugins.a2a.server.push.PushUrlPolicy`: public addresses only unless
@@ -74,6 +75,7 @@ from library_ioa.plugins.a2a.server.executor import (
     MasLabAgentExecutor,
     TurnMailbox,
 )
+from library_ioa.plugins.a2a.server.fast_grpc import FastGrpcHandler
 from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
 from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
 from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck
@@ -232,7 +234,8 @@ class A2AExposure:
             principals = GrpcPrincipals(authenticator) if authenticator is not None else None
             servicers: list[tuple[Any, Any]] = [
                 (
-                    GrpcHandler(self.handler, principals),
+                    # A plain SendMessage skips the SDK's conversions (server/fast_grpc.py).
+                    (FastGrpcHandler if fast_send else GrpcHandler)(self.handler, principals),
                     a2a_pb2_grpc.add_A2AServiceServicer_to_server,
                 )
             ]

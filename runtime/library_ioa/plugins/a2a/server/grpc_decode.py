@@ -5,7 +5,9 @@ raises ``DecodeError`` there, grpc answers UNKNOWN ("Unexpected <class DecodeErr
 logs a traceback, though the fault is the client's bytes. This interceptor wraps every
 method handler so the deserializer hands back an :class:`Undecodable` instead of raising,
 and the call is then aborted with INVALID_ARGUMENT naming the message type, with one log
-line. Decoding work is unchanged for good requests: one ``isinstance`` per call.
+line. Decoding work is unchanged for good requests: one ``isinstance`` per call. The
+wrapped handler of each method is made once and kept (the servicer's handlers do not
+change while the server runs), not rebuilt on every call.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ async def _abort(context: Any, method: str, request: Undecodable) -> None:
 class GrpcDecodeCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Answer undecodable request bytes with INVALID_ARGUMENT (module docstring)."""
 
+    def __init__(self) -> None:
+        # By method: the handler the continuation gave and its wrapped handler.
+        self._wrapped: dict[str, tuple[Any, Any]] = {}
+
     async def intercept_service(
         self,
         continuation: Callable[[Any], Awaitable[Any]],
@@ -70,27 +76,38 @@ class GrpcDecodeCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if handler is None or handler.request_deserializer is None:
             return handler
         method = str(handler_call_details.method or "")
-        kw = {
-            "request_deserializer": _safe(handler.request_deserializer),
-            "response_serializer": handler.response_serializer,
-        }
-        if handler.unary_unary is not None:
-            inner_unary = handler.unary_unary
+        kept = self._wrapped.get(method)
+        if kept is not None and kept[0] is handler:
+            return kept[1]
+        wrapped = _wrap(handler, method)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
 
-            async def unary(request: Any, context: Any) -> Any:
-                if isinstance(request, Undecodable):
-                    await _abort(context, method, request)
-                return await inner_unary(request, context)
 
-            return grpc.unary_unary_rpc_method_handler(unary, **kw)
-        if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
+def _wrap(handler: Any, method: str) -> Any:
+    """``handler`` with its deserializer made safe and its behaviour refusing an
+    :class:`Undecodable` request."""
+    kw = {
+        "request_deserializer": _safe(handler.request_deserializer),
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.unary_unary is not None:
+        inner_unary = handler.unary_unary
 
-            async def streaming(request: Any, context: Any) -> AsyncIterator[Any]:
-                if isinstance(request, Undecodable):
-                    await _abort(context, method, request)
-                async for item in inner_stream(request, context):
-                    yield item
+        async def unary(request: Any, context: Any) -> Any:
+            if isinstance(request, Undecodable):
+                await _abort(context, method, request)
+            return await inner_unary(request, context)
 
-            return grpc.unary_stream_rpc_method_handler(streaming, **kw)
-        return handler  # client-streaming methods: A2A has none
+        return grpc.unary_unary_rpc_method_handler(unary, **kw)
+    if handler.unary_stream is not None:
+        inner_stream = handler.unary_stream
+
+        async def streaming(request: Any, context: Any) -> AsyncIterator[Any]:
+            if isinstance(request, Undecodable):
+                await _abort(context, method, request)
+            async for item in inner_stream(request, context):
+                yield item
+
+        return grpc.unary_stream_rpc_method_handler(streaming, **kw)
+    return handler  # client-streaming methods: A2A has none
