@@ -21,7 +21,6 @@ from a2a.types import (
     TaskStatus,
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
-from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf.json_format import ParseDict
 from google.protobuf.struct_pb2 import Struct
 from hypothesis import given, settings
@@ -37,6 +36,7 @@ from library_ioa.plugins.a2a.server.fast_grpc import (
 from library_ioa.plugins.a2a.server.fast_handler import fast_eligible
 from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck, Undecodable
 from library_ioa.plugins.a2a.server.publisher import QuickAnswer
+from tests.unit.test_a2a_codec import sdk_valid
 
 texts = st.text(max_size=8)
 parts = st.one_of(
@@ -81,14 +81,6 @@ requests = st.builds(
         st.builds(lambda n: SendMessageConfiguration(history_length=n), st.integers(-1, 2)),
     ),
 ) | st.just(SendMessageRequest())
-
-
-def sdk_valid(request: SendMessageRequest) -> bool:
-    try:
-        validate_proto_required_fields(request)
-    except InvalidParamsError:
-        return False
-    return True
 
 
 @settings(max_examples=500, deadline=None)
