@@ -116,11 +116,11 @@ class OperatorContext:
     def lock(self, uid: str) -> asyncio.Lock:
         return self._locks.setdefault(uid, asyncio.Lock())
 
-    def is_own_write(self, uid: str, body: Mapping[str, Any]) -> bool:
-        """Whether ``body`` is exactly the version our last apply of it (for ``uid``) returned."""
-        meta = body.get("metadata") or {}
-        key = (str(body.get("kind")), str(meta.get("name")))
-        return self.written.get(uid, {}).get(key) == meta.get("resourceVersion")
+    def is_own_write(self, uid: str, seen: tuple[str, str, str]) -> bool:
+        """Whether the child ``seen`` (kind, name, resourceVersion) is exactly the version
+        our last apply of it (for ``uid``) returned."""
+        kind, name, version = seen
+        return self.written.get(uid, {}).get((kind, name)) == version
 
     def child_seen(self, uid: str, body: Mapping[str, Any]) -> None:
         """A child of ``uid`` was added or modified: reconcile ``uid`` soon unless this is
@@ -128,21 +128,25 @@ class OperatorContext:
         can arrive before the reconcile's thread has recorded the version that apply
         returned, so the child is held and judged when the reconcile ends
         (:meth:`judge_held`)."""
+        meta = body.get("metadata") or {}
+        seen = (str(body.get("kind")), str(meta.get("name")), str(meta.get("resourceVersion")))
         lock = self._locks.get(uid)
         if lock is not None and lock.locked():
-            meta = body.get("metadata") or {}
-            seen = (str(body.get("kind")), str(meta.get("name")), str(meta.get("resourceVersion")))
             self.held.setdefault(uid, []).append(seen)
-        elif not self.is_own_write(uid, body):
+        elif not self.is_own_write(uid, seen):
             self.mark_dirty(uid)
 
     def judge_held(self, uid: str) -> None:
         """Mark ``uid`` dirty if a child held during its reconcile was not our own write."""
-        written = self.written.get(uid, {})
-        if any(
-            written.get((kind, name)) != version for kind, name, version in self.held.pop(uid, ())
-        ):
+        if not all(self.is_own_write(uid, seen) for seen in self.held.pop(uid, ())):
             self.mark_dirty(uid)
+
+    def reads_as_settled(self, uid: str, current: Mapping[str, Any]) -> bool:
+        """Whether ``uid`` is settled and ``current`` (with the status it has now, as
+        :func:`~mas_operator.statuses.known_status` gives it) reads as its last reconcile
+        left it: reconciling it again would do nothing."""
+        left = self.settled.get(uid)
+        return left is not None and application_inputs(current) == left
 
     def mark_dirty(self, uid: str) -> None:
         """Ask the resync loop to reconcile ``uid`` soon (something it reads changed)."""
@@ -156,12 +160,11 @@ class OperatorContext:
         would read it differently from what the last reconcile left."""
         uid = str(body["metadata"]["uid"])
         self.apps[uid] = json.dumps(kept_copy(body), separators=(",", ":")).encode()
-        left = self.settled.get(uid)
-        if left is None:
-            return
         # A version from before our status write (kopf's handler can be called with it
         # after a resync pass reconciled it) reads with the status that write left.
-        if application_inputs(known_status(body, self.statuses.get(uid))) != left:
+        if uid in self.settled and not self.reads_as_settled(
+            uid, known_status(body, self.statuses.get(uid))
+        ):
             del self.settled[uid]
 
     def app(self, uid: str) -> dict[str, Any] | None:
@@ -249,8 +252,7 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
         planned = ctx.retries.next_delay(uid)
         # A copy older than our last status write is compared with what that write left.
         snapshot = known_status(snapshot, ctx.statuses.get(uid))
-        left = ctx.settled.get(uid)
-        if left is not None and application_inputs(snapshot) == left:
+        if ctx.reads_as_settled(uid, snapshot):
             return None
         # Read on the loop, where kopf updates the indexes; None: the reconcile LISTs them.
         existing = ctx.children.children_of(uid) if ctx.children is not None else None

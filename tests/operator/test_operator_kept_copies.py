@@ -83,35 +83,6 @@ def test_a_projection_keeps_what_a_reconcile_reads_and_nothing_else() -> None:
     }
 
 
-def test_the_kept_copy_of_an_application_drops_what_no_reconcile_reads() -> None:
-    body = {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {
-            "name": "desk",
-            "namespace": "team-a",
-            "uid": "app-uid",
-            "resourceVersion": "5",
-            "generation": 2,
-            "annotations": {ANNOTATION_DIFFBASE: '{"spec": {}}', ANNOTATION_CONFORMANCE_RUN: "1"},
-            "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
-        },
-        "spec": {"agency": {"entry": "a0"}},
-        "status": {"phase": "Ready"},
-    }
-    kept = kept_copy(decoded(body))
-    assert kept["metadata"] == {
-        "name": "desk",
-        "namespace": "team-a",
-        "uid": "app-uid",
-        "resourceVersion": "5",
-        "generation": 2,
-        "annotations": {ANNOTATION_CONFORMANCE_RUN: "1"},
-    }
-    assert (kept["spec"], kept["status"]) == (body["spec"], body["status"])
-    assert body["metadata"]["managedFields"]  # the object it was given is left as it was
-
-
 def application_with_status(agents: int) -> dict[str, Any]:
     names = [f"a{i}" for i in range(agents)]
     status = {
@@ -136,6 +107,23 @@ def application_with_status(agents: int) -> dict[str, Any]:
         },
         "status": {"agents": status, "phase": "Ready", "agents_ready": f"{agents}/{agents}"},
     }
+
+
+def test_the_kept_copy_of_an_application_drops_what_no_reconcile_reads() -> None:
+    body = application_with_status(1)
+    body["metadata"]["generation"] = 2
+    body["metadata"]["annotations"][ANNOTATION_CONFORMANCE_RUN] = "1"
+    kept = kept_copy(decoded(body))
+    assert kept["metadata"] == {
+        "name": "desk",
+        "namespace": "team-a",
+        "uid": "app-uid",
+        "resourceVersion": "5",
+        "generation": 2,
+        "annotations": {ANNOTATION_CONFORMANCE_RUN: "1"},
+    }
+    assert (kept["spec"], kept["status"]) == (body["spec"], body["status"])
+    assert body["metadata"]["managedFields"]  # the object it was given is left as it was
 
 
 def test_the_context_keeps_that_copy_without_the_body_the_watch_decoded() -> None:

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from jsonrpc.jsonrpc2 import JSONRPC20Response  # type: ignore[import-untyped]
 
 from library_ioa.plugins.a2a.server.codec import (
+    PlainSend,
     has_required_fields,
     message_dict,
     parse_plain_send,
@@ -82,6 +83,18 @@ def sdk_parse(value: dict[str, Any]) -> SendMessageRequest | None:
         return None
 
 
+def assert_turn_is_plain(request: SendMessageRequest, plain: PlainSend) -> None:
+    """The fast handler builds the turn from the read params as the executor builds it
+    from the parsed message (the ids and text; plain params carry no data or metadata)."""
+    turn = turn_from_message(request.message, "ctx", "task")
+    assert (turn.turn_id, turn.text, turn.data, dict(turn.metadata)) == (
+        plain.message_id,
+        plain.text,
+        None,
+        {},
+    )
+
+
 def sdk_valid(request: SendMessageRequest) -> bool:
     try:
         validate_proto_required_fields(request)
@@ -120,15 +133,7 @@ def test_the_plain_read_takes_what_the_plain_parse_takes(value: dict[str, Any]) 
     assert (plain is None) == (fast is None), value
     if plain is not None and fast is not None:
         assert plain.request() == fast
-        # The fast handler builds the turn from the read params as the executor builds it
-        # from the parsed message (the ids and text; plain params carry no data or metadata).
-        turn = turn_from_message(fast.message, "ctx", "task")
-        assert (turn.turn_id, turn.text, turn.data, dict(turn.metadata)) == (
-            plain.message_id,
-            plain.text,
-            None,
-            {},
-        )
+        assert_turn_is_plain(fast, plain)
 
 
 @settings(max_examples=300, deadline=None)

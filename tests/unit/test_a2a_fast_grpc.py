@@ -27,7 +27,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from library_ioa.plugins.a2a.server.codec import PlainSend, read_plain_send
-from library_ioa.plugins.a2a.server.executor import turn_from_message
 from library_ioa.plugins.a2a.server.fast_grpc import (
     FastGrpcHandler,
     plain_send_of,
@@ -36,7 +35,7 @@ from library_ioa.plugins.a2a.server.fast_grpc import (
 from library_ioa.plugins.a2a.server.fast_handler import fast_eligible
 from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck, Undecodable
 from library_ioa.plugins.a2a.server.publisher import QuickAnswer
-from tests.unit.test_a2a_codec import sdk_valid
+from tests.unit.test_a2a_codec import assert_turn_is_plain, sdk_valid
 
 texts = st.text(max_size=8)
 parts = st.one_of(
@@ -98,13 +97,7 @@ def test_a_plain_read_is_the_request_and_passes_every_check(request: SendMessage
     assert sdk_valid(request) and fast_eligible(request)
     assert not request.HasField("configuration")
     assert all(not part.media_type for part in request.message.parts)
-    turn = turn_from_message(request.message, "ctx", "task")
-    assert (turn.turn_id, turn.text, turn.data, dict(turn.metadata)) == (
-        plain.message_id,
-        plain.text,
-        None,
-        {},
-    )
+    assert_turn_is_plain(request, plain)
 
 
 @settings(max_examples=300, deadline=None)

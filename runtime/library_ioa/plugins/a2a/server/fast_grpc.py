@@ -100,15 +100,15 @@ class FastGrpcHandler(GrpcHandler):
         )
 
     async def SendMessage(self, request: SendMessageRequest, context: Any) -> SendMessageResponse:
-        plain = None if self._plain is None else plain_send_of(request)
-        if plain is None:
+        on_plain = self._plain
+        plain = None if on_plain is None else plain_send_of(request)
+        if on_plain is None or plain is None:
             response: SendMessageResponse = await super().SendMessage(request, context)
             return response
-        assert self._plain is not None
         try:
             # A plain request names no tenant: the built context's default ("") is the
             # SDK's getattr(request, "tenant", "").
-            answer = await self._plain(plain, self._builder.build(context))
+            answer = await on_plain(plain, self._builder.build(context))
         except A2AError as exc:
             await self.abort_context(exc, context)
             return SendMessageResponse()
