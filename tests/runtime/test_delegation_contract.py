@@ -223,7 +223,7 @@ async def test_a_peer_that_is_down_is_a_tool_error_and_the_turn_goes_on() -> Non
     before = (
         metrics.REGISTRY.get_sample_value(
             "maslab_delegation_calls_total",
-            {"source": "boss", "target": "ext", "outcome": "comm_error"},
+            {"source": "boss", "target": "ext", "outcome": "unreachable"},
         )
         or 0.0
     )
@@ -239,7 +239,7 @@ async def test_a_peer_that_is_down_is_a_tool_error_and_the_turn_goes_on() -> Non
         assert not delegated.ok
         after = metrics.REGISTRY.get_sample_value(
             "maslab_delegation_calls_total",
-            {"source": "boss", "target": "ext", "outcome": "comm_error"},
+            {"source": "boss", "target": "ext", "outcome": "unreachable"},
         )
         assert after == before + 1
     finally:

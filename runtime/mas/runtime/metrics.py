@@ -9,8 +9,10 @@ session mailbox updates the turn metrics, the delegation contract the delegation
 - ``maslab_queue_depth{agent}``: turns queued, not yet running;
 - ``maslab_turn_latency_seconds{agent}``: from the turn's start to its end;
 - ``maslab_delegation_calls_total{source, target, outcome}``: delegate tool calls, outcome
-  ``ok``, ``peer_failed`` (the peer's turn failed or was canceled), ``comm_error``,
-  ``refused`` (depth limit, bad arguments, unknown tool);
+  ``ok``, ``peer_failed`` (the peer's turn failed or was canceled), ``unreachable`` (the
+  peer cannot be reached), ``timeout``, ``protocol`` (the peer answered something that is
+  not the protocol), ``error`` (another send failure), ``refused`` (depth limit, bad
+  arguments, unknown tool);
 - ``maslab_tool_calls_total{agent, server, tool, outcome}``: tool-server calls (``tool`` is
   ``tools/list`` for a listing), outcome ``ok``, ``tool_error`` (the tool reported an error),
   ``unreachable``, ``timeout``, ``protocol`` (the server answered garbage), ``refused``;

@@ -26,20 +26,27 @@ doubling up to ``FOLLOW_POLL_MAX``. A task that never ends costs the send's time
 (:class:`PeerTimeout`), and cancelling the send stops the follow.
 
 A peer that asked for input gets the session's next message on that same task, which
-resumes it. Failures, each naming the peer URL:
+resumes it. The answer is read by :mod:`library_ioa.plugins.a2a.answers` (which part of
+a task holds the reply, whatever framework the peer is built on); a ``"timestamp"`` with
+no UTC offset is read as UTC (:mod:`library_ioa.plugins.a2a.peer_bodies`), with a warning
+once per peer. Failures, each naming the peer URL:
 
 - connection refused, DNS failure, closed connection: :class:`PeerUnavailable`;
 - no answer within the timeout: :class:`PeerTimeout`;
-- an answer that is not A2A (bad card, bad JSON, an error reply): :class:`PeerProtocolError`.
+- an answer that is not A2A (bad card, bad JSON, a body the SDK cannot parse, a field of
+  the wrong type, a required field missing, an error reply): :class:`PeerProtocolError`,
+  naming the call and what was wrong. No exception of the SDK or of protobuf escapes
+  ``send``: whatever a peer answers, the caller gets a :class:`CommError`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import grpc
@@ -64,13 +71,20 @@ from a2a.types import (
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
-    TaskState,
 )
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 from a2a.utils.errors import A2AError, TaskNotFoundError, UnsupportedOperationError
+from google.protobuf import json_format
 
+from library_ioa.plugins.a2a.answers import (
+    FINAL_STATUS,
+    check_task,
+    reply_of_message,
+    reply_of_task,
+)
 from library_ioa.plugins.a2a.grpc_send import GrpcSend, current_interface
-from library_ioa.plugins.a2a.parts import artifact_from_a2a, data_part, dict_to_struct, text_of
+from library_ioa.plugins.a2a.parts import data_part, dict_to_struct
+from library_ioa.plugins.a2a.peer_bodies import LenientTimestamps
 from mas.runtime.boundary.agentcomm import AgentCommContract, CommReply, OutboundMessage
 from mas.runtime.errors import CommError, PeerProtocolError, PeerTimeout, PeerUnavailable
 from mas.runtime.turns import CALLER_CALL_ID, CORRELATION_ID, DELEGATION_DEPTH
@@ -79,16 +93,11 @@ from mas.telemetry.httpclient import traced_transport
 
 logger = logging.getLogger(__name__)
 
-RESPONSE_ARTIFACT = "response"
-_STATUS = {
-    TaskState.TASK_STATE_COMPLETED: "completed",
-    TaskState.TASK_STATE_INPUT_REQUIRED: "input_required",
-    TaskState.TASK_STATE_AUTH_REQUIRED: "input_required",
-    TaskState.TASK_STATE_FAILED: "failed",
-    TaskState.TASK_STATE_REJECTED: "failed",
-    TaskState.TASK_STATE_CANCELED: "canceled",
-}
 _UNREACHABLE = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, OSError)
+# What the SDK raises for an answer it cannot read: protobuf's parser (not a ValueError),
+# pydantic for a 0.3 peer (a ValueError), and plain Python errors on a field of the wrong
+# type or shape.
+_MALFORMED = (json_format.Error, ValueError, TypeError, KeyError, AttributeError, IndexError)
 GRPC_CONNECT_WAIT = 1.0  # seconds for an advertised gRPC channel to come up before HTTP
 FOLLOW_POLL_FIRST = 0.05  # seconds before the first GetTask of a task left working
 FOLLOW_POLL_MAX = 1.0  # the longest wait between two GetTask of a followed task
@@ -102,6 +111,15 @@ def grpc_interface(card: AgentCard) -> str | None:
         if i.protocol_binding == TransportProtocol.GRPC.value and i.url
     ]
     return min(targets)[1] if targets else None
+
+
+def _reason(exc: BaseException) -> str:
+    """What was wrong, in one line: the parser's words (they name the field)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, json_format.ParseError) and text.startswith("Failed to load JSON"):
+        # The SDK hands protobuf's parser a JSON-RPC result that is a string as JSON text.
+        text = f"its result is a string, not an object ({text})"
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -139,6 +157,7 @@ class A2AAgentComm(AgentCommContract):
         self._lock = asyncio.Lock()
         self._closed = False
         self._asking: dict[str, str] = {}  # session id -> the peer task waiting for input
+        self._naive_times_warned = False
 
     @property
     def protocol_binding(self) -> str | None:
@@ -154,14 +173,39 @@ class A2AAgentComm(AgentCommContract):
                 raise PeerUnavailable(f"peer {self.url}: the A2A client is closed")
             if self._client is None:
                 if self._http is None:
+                    inner = traced_transport("a2a.peer") or httpx.AsyncHTTPTransport()
                     self._http = httpx.AsyncClient(
                         headers=self._headers,
                         timeout=httpx.Timeout(self.timeout + 1.0),
-                        transport=traced_transport("a2a.peer"),  # None: untraced
+                        transport=LenientTimestamps(inner, self._read_naive_times),
                     )
-                card = await A2ACardResolver(self._http, self.url).get_agent_card()
+                with self._reading("its AgentCard"):
+                    card = await A2ACardResolver(self._http, self.url).get_agent_card()
                 self._client = await self._open(card)
             return self._client
+
+    def _read_naive_times(self, count: int) -> None:
+        if not self._naive_times_warned:
+            self._naive_times_warned = True
+            logger.warning(
+                "peer %s sends timestamps without a UTC offset (%d in one answer); they are "
+                "read as UTC (said once per peer)",
+                self.url,
+                count,
+            )
+
+    @contextlib.contextmanager
+    def _reading(self, what: str) -> Iterator[None]:
+        """An answer to ``what`` that the SDK cannot read becomes a PeerProtocolError."""
+        try:
+            yield
+        except (CommError, A2AError):
+            raise
+        except _MALFORMED as exc:
+            logger.debug("peer %s: %s could not be read: %r", self.url, what, exc)
+            raise PeerProtocolError(
+                f"peer {self.url} answered {what} with something that is not A2A: {_reason(exc)}"
+            ) from None
 
     async def _open(self, card: AgentCard) -> Client:
         """A client on the peer's gRPC interface when it comes up in time, else on HTTP."""
@@ -276,7 +320,8 @@ class A2AAgentComm(AgentCommContract):
             raise
         except A2AClientTimeoutError:
             raise PeerTimeout(f"peer {self.url} did not answer within {self.timeout:g}s") from None
-        except (A2AError, ValueError, httpx.HTTPError, OSError) as exc:
+        except Exception as exc:  # whatever a peer answers, the caller gets a CommError
+            logger.debug("peer %s: the send failed: %r", self.url, exc)
             raise self._classify(exc) from None
 
     def _classify(self, exc: BaseException) -> CommError:
@@ -293,38 +338,45 @@ class A2AAgentComm(AgentCommContract):
             return PeerProtocolError(
                 f"peer {self.url} answered with an A2A error ({type(exc).__name__}): {exc}"
             )
-        return PeerProtocolError(f"peer {self.url} answered with something that is not A2A: {exc}")
+        return PeerProtocolError(
+            f"peer {self.url} answered with something that is not A2A: {_reason(exc)}"
+        )
 
     async def _exchange(self, client: Client, request: SendMessageRequest) -> CommReply:
         result: StreamResponse | SendMessageResponse | None = None
-        if self._grpc_send is not None:
-            result = await self._grpc_send.send(request)
-        else:
-            async for response in client.send_message(request, context=self._context()):
-                result = response
+        with self._reading("SendMessage"):
+            if self._grpc_send is not None:
+                result = await self._grpc_send.send(request)
+            else:
+                async for response in client.send_message(request, context=self._context()):
+                    result = response
+        where = f"peer {self.url} answered SendMessage"
         if result is None:
-            raise PeerProtocolError(f"peer {self.url} answered the send with nothing")
+            raise PeerProtocolError(f"{where} with nothing")
         if result.HasField("message"):
-            return CommReply("completed", text_of(result.message.parts))
+            return reply_of_message(result.message, where)
         if not result.HasField("task"):
-            raise PeerProtocolError(f"peer {self.url} answered with neither a task nor a message")
-        task = result.task
-        if task.status.state not in _STATUS:
+            raise PeerProtocolError(f"{where} with neither a task nor a message")
+        task = check_task(result.task, where)
+        if task.status.state not in FINAL_STATUS:
             task = await self._follow(client, task)
-        return self._reply(task)
+        return reply_of_task(task, f"peer {self.url} answered")
 
     async def _follow(self, client: Client, task: Task) -> Task:
         """Wait on a task the peer left working until it ends or asks for input (still within
         the send's timeout): subscribed when the peer streams, polled otherwise."""
         context = self._context()
         delay = FOLLOW_POLL_FIRST
+        where = f"peer {self.url} answered GetTask"
         try:
             if self._follower is not None:
                 task = await self._subscribe(self._follower, client, task, context)
-            while task.status.state not in _STATUS:
+            while task.status.state not in FINAL_STATUS:
                 await asyncio.sleep(delay)
                 delay = min(2 * delay, FOLLOW_POLL_MAX)
-                task = await client.get_task(GetTaskRequest(id=task.id), context=context)
+                with self._reading("GetTask"):
+                    read = await client.get_task(GetTaskRequest(id=task.id), context=context)
+                task = check_task(read, where)
         except TaskNotFoundError:  # not the send's: a resend would start the work again
             raise PeerProtocolError(
                 f"peer {self.url} no longer knows task {task.id}, which it left working"
@@ -337,30 +389,22 @@ class A2AAgentComm(AgentCommContract):
         """The task once its subscription saw it end (or the stream closed), read whole."""
         request = SubscribeToTaskRequest(id=task.id)
         try:
-            async for event in follower.subscribe(request, context=context):
-                state = None
-                if event.HasField("status_update"):
-                    state = event.status_update.status.state
-                elif event.HasField("task"):
-                    state = event.task.status.state
-                if state in _STATUS:
-                    break
+            with self._reading("SubscribeToTask"):
+                async for event in follower.subscribe(request, context=context):
+                    state = None
+                    if event.HasField("status_update"):
+                        state = event.status_update.status.state
+                    elif event.HasField("task"):
+                        state = event.task.status.state
+                    if state in FINAL_STATUS:
+                        break
         except UnsupportedOperationError:  # it ended before the subscription: read it
             pass
-        return await client.get_task(GetTaskRequest(id=task.id), context=context)
-
-    def _reply(self, task: Task) -> CommReply:
-        status = _STATUS.get(task.status.state)
-        if status is None:
-            raise PeerProtocolError(
-                f"peer {self.url} left task {task.id} in state {TaskState.Name(task.status.state)}"
-            )
-        streamed = [a for a in task.artifacts if a.name == RESPONSE_ARTIFACT]
-        others = tuple(artifact_from_a2a(a) for a in task.artifacts if a.name != RESPONSE_ARTIFACT)
-        text = text_of(task.status.message.parts) if task.status.HasField("message") else ""
-        if not text:
-            text = "".join(text_of(a.parts) for a in streamed)
-        return CommReply(status, text, others, task.id)  # type: ignore[arg-type]
+        except PeerProtocolError as exc:  # a broken stream: the task itself is the answer
+            logger.info("peer %s: following task %s: %s; reading it", self.url, task.id, exc)
+        with self._reading("GetTask"):
+            read = await client.get_task(GetTaskRequest(id=task.id), context=context)
+        return check_task(read, f"peer {self.url} answered GetTask")
 
     async def aclose(self) -> None:
         """Close the connection pool; ``send`` afterwards raises ``PeerUnavailable``."""

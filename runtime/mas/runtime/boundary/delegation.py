@@ -15,8 +15,10 @@ Rules:
   deeper than ``max_depth`` (default 8): the caller's turn runs at ``depth``, the callee's
   at ``depth + 1``, so a cycle in the graph stops there.
 - A :class:`~mas.runtime.errors.CommError` (peer down, slow past the endpoint timeout,
-  garbage) becomes ``ok=False`` with the error's message. A peer whose turn failed or was
-  canceled is ``ok=False`` too; a peer asking for input is ``ok=True`` with its question.
+  garbage) becomes ``ok=False`` with the error's message, counted as ``unreachable``,
+  ``timeout`` or ``protocol`` (``error`` for another comm's own subclass). A peer whose
+  turn failed or was canceled is ``ok=False`` too; a peer asking for input is ``ok=True``
+  with its question.
 - The callee's session id is derived from (caller session, target) only, so repeated
   delegations from one session continue one peer session, and it never equals the caller's.
 - Concurrency: ``call`` may run concurrently; it keeps no state besides the routes.
@@ -34,13 +36,19 @@ from typing import Any
 
 from mas.runtime import metrics
 from mas.runtime.boundary.agentcomm import AgentCommContract, OutboundMessage
-from mas.runtime.errors import CommError
+from mas.runtime.errors import CommError, PeerProtocolError, PeerTimeout, PeerUnavailable
 from mas.runtime.turns import ArtifactEmitted
 from mas.telemetry import tracing
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_DEPTH = 8
+# The outcome label of a failed send (maslab_delegation_calls_total), as the tool calls'.
+_OUTCOMES: Mapping[type[CommError], str] = {
+    PeerUnavailable: "unreachable",
+    PeerTimeout: "timeout",
+    PeerProtocolError: "protocol",
+}
 TOOL_PREFIX = "delegate_to_"
 
 PARAMETERS_SCHEMA: Mapping[str, Any] = {
@@ -200,7 +208,8 @@ class DelegationContract:
                 reply = await self._comms[target].send(outbound)
         except CommError as exc:
             logger.warning("delegation %s -> %s failed: %s", self.source, target, exc)
-            metrics.DELEGATIONS.labels(self.source, target, "comm_error").inc()
+            outcome = next((o for k, o in _OUTCOMES.items() if isinstance(exc, k)), "error")
+            metrics.DELEGATIONS.labels(self.source, target, outcome).inc()
             return ToolResult(
                 tool_name,
                 target,
