@@ -54,10 +54,13 @@ async def test_the_model_reads_the_peers_words(
     assert "Traceback" not in err
 
 
-async def rpc(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> Any:
-    """One JSON-RPC call; its ``result``."""
+async def rpc(
+    http: httpx.AsyncClient, url: str, version: str, method: str, params: dict[str, Any]
+) -> Any:
+    """One JSON-RPC call in A2A ``version``; its ``result``."""
     body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-    reply = await http.post(url, json=body, headers={"A2A-Version": "1.0"})
+    headers = {"A2A-Version": version} if version == "1.0" else {}
+    reply = await http.post(url, json=body, headers=headers)
     reply.raise_for_status()
     answer = reply.json()
     assert "result" in answer, answer
@@ -66,18 +69,19 @@ async def rpc(http: httpx.AsyncClient, url: str, method: str, params: dict[str, 
 
 async def completed_task(http: httpx.AsyncClient, url: str, version: str, text: str) -> Any:
     """Send ``text`` in A2A ``version`` (1.0 or 0.3.0); the task once it has completed."""
+    message_id = uuid.uuid4().hex
     if version == "0.3.0":
-        message = {"kind": "message", "role": "user", "messageId": uuid.uuid4().hex}
-        message["parts"] = [{"kind": "text", "text": text}]  # type: ignore[assignment]
-        task = await rpc(http, url, "message/send", {"message": message})
+        part = {"kind": "text", "text": text}
+        message = {"kind": "message", "role": "user", "messageId": message_id, "parts": [part]}
+        task = await rpc(http, url, version, "message/send", {"message": message})
         assert task["status"]["state"] == "completed", task
         return task
-    message = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": text}]}
-    task = (await rpc(http, url, "SendMessage", {"message": message}))["task"]
+    message = {"role": "ROLE_USER", "messageId": message_id, "parts": [{"text": text}]}
+    task = (await rpc(http, url, version, "SendMessage", {"message": message}))["task"]
     while task["status"]["state"] != "TASK_STATE_COMPLETED":  # fasta2a answers "submitted"
         assert task["status"]["state"] in {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}, task
         await asyncio.sleep(POLL_SECONDS)
-        task = await rpc(http, url, "GetTask", {"id": task["id"]})
+        task = await rpc(http, url, version, "GetTask", {"id": task["id"]})
     return task
 
 
