@@ -1,9 +1,10 @@
 """Peers built on other A2A implementations, each served from its own virtualenv.
 
 ``scripts/build-interop`` makes one venv per directory under ``peers/`` (its pinned
-``requirements.txt`` beside its ``peer.py``) and prints the directory holding them; the
-tests find it through ``MAS_INTEROP_DIR``. Without it they skip with the build command,
-and fail instead when ``MAS_REQUIRE_INTEROP=1`` (CI). A peer is a real server process on
+``requirements.txt`` beside its ``peer.py``, copied into the venv once installed) and
+prints the directory holding them; the tests find it through ``MAS_INTEROP_DIR``. Without
+it, or with a venv built from other pins, they skip with the build command, and fail
+instead when ``MAS_REQUIRE_INTEROP=1`` (CI). A peer is a real server process on
 a loopback port, waited for by polling its agent card under a deadline, killed at teardown.
 """
 
@@ -59,9 +60,14 @@ def peer_python(peer: Peer) -> Path:
     root = os.environ.get(DIR_ENV)
     if not root:
         _fail_or_skip(f"{DIR_ENV} is not set, so there are no interop peer venvs; {build}")
-    python = Path(str(root)) / peer.name / "bin" / "python"
+    venv = Path(str(root)) / peer.name
+    python = venv / "bin" / "python"
     if not os.access(python, os.X_OK):
         _fail_or_skip(f"no venv for the interop peer {peer.name} in {root}; {build}")
+    pins = PEERS / peer.name / "requirements.txt"
+    built_from = venv / "requirements.txt"
+    if not built_from.is_file() or built_from.read_text() != pins.read_text():
+        _fail_or_skip(f"the venv {venv} was not built from {pins} as it is now; {build}")
     return python
 
 
