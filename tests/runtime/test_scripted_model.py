@@ -14,9 +14,9 @@ from runtime_support import DEADLINE, collect, ended, text_of
 from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest
 from mas.runtime.agent import Agent
-from mas.runtime.boundary.delegation import DelegationContract
+from mas.runtime.boundary.delegation import DelegationContract, ToolSpec
 from mas.runtime.errors import PluginConfigError
-from mas.runtime.models.base import ModelPlugin
+from mas.runtime.models.base import ChatMessage, ModelPlugin, ModelRequest, ToolCall
 from mas.runtime.models.echo import EchoModel
 from mas.runtime.models.scripted import ScriptedModel
 from mas.runtime.registry import builtin_registry
@@ -250,9 +250,88 @@ def test_echo_refuses_unknown_params() -> None:
         EchoModel(speed=3)
 
 
-def test_the_documented_example_rules_are_valid() -> None:
+def documented_example() -> ScriptedModel:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text()
     block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
-    params = yaml.safe_load(block)["model"]["params"]
-    model = ScriptedModel(**params)
-    assert len(model.params.rules) == 7 and model.params.default is not None
+    return ScriptedModel(**yaml.safe_load(block)["model"]["params"])
+
+
+def test_the_documented_example_rules_are_valid() -> None:
+    model = documented_example()
+    assert len(model.params.rules) == 8 and model.params.default is not None
+
+
+async def test_the_documented_typed_arguments_example_holds() -> None:
+    request = ModelRequest(
+        agent_id="solo",
+        instructions=None,
+        messages=(ChatMessage("user", "add 2 3"),),
+        tools=(ToolSpec("add", "adds", {"type": "object"}),),
+    )
+    [call] = [output async for output in documented_example().generate(request)]
+    assert isinstance(call, ToolCall)
+    assert call.arguments == {"a": 2, "b": 3, "label": "2"}
+
+
+async def tool_arguments(arguments: dict[str, Any], text: str) -> Any:
+    """The arguments of the tool call the scripted rule makes for ``text``."""
+    model = ScriptedModel(
+        rules=[
+            {
+                "match": r"^add (?P<a>\S+) (?P<b>.*)$",
+                "tool": {"name": "calc", "arguments": arguments},
+                "reply": "{result}",
+            }
+        ]
+    )
+    request = ModelRequest(
+        agent_id="solo",
+        instructions=None,
+        messages=(ChatMessage("user", text),),
+        tools=(ToolSpec("calc", "adds", {"type": "object"}),),
+    )
+    [call] = [output async for output in model.generate(request)]
+    assert isinstance(call, ToolCall)
+    return call.arguments
+
+
+@pytest.mark.parametrize(
+    ("matched", "value"),
+    [
+        ("42", 42),
+        ("-1.5", -1.5),
+        ("1e3", 1000.0),
+        ("true", True),
+        ("false", False),
+        ("null", None),
+        ('{"k":[1,2]}', {"k": [1, 2]}),
+        ("[1,2]", [1, 2]),
+    ],
+)
+async def test_a_whole_value_placeholder_keeps_the_json_type_it_matched(
+    matched: str, value: Any
+) -> None:
+    arguments = await tool_arguments({"a": "{a}", "deep": [{"a": "{1}"}]}, f"add {matched} x")
+    assert arguments == {"a": value, "deep": [{"a": value}]}
+    assert type(arguments["a"]) is type(value)  # 1.0 == 1 and True == 1: the type too
+
+
+@pytest.mark.parametrize(
+    "matched", ["pears", "NaN", "Infinity", "01", '"quoted"', "4-2", "1,5", "True"]
+)
+async def test_text_that_is_no_json_value_stays_a_string(matched: str) -> None:
+    arguments = await tool_arguments({"a": "{a}"}, f"add {matched} x")
+    assert arguments == {"a": matched}
+
+
+async def test_surrounding_text_a_second_field_or_a_format_spec_keeps_a_string() -> None:
+    arguments = await tool_arguments(
+        {"text": "n={a}", "two": "{a}{a}", "spec": "{a:>4}", "spaced": "{b}", "plain": "7"},
+        "add 7  8",
+    )
+    assert arguments == {"text": "n=7", "two": "77", "spec": "   7", "spaced": " 8", "plain": "7"}
+
+
+async def test_the_s_conversion_forces_a_string() -> None:
+    arguments = await tool_arguments({"a": "{a!s}", "b": "{a}"}, "add 42 x")
+    assert arguments == {"a": "42", "b": 42}

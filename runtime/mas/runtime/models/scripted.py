@@ -34,6 +34,17 @@ result; only in a rule that delegates or calls a tool). In ``tool.arguments`` ev
 value (at any depth) is a template; other JSON values are passed as they are. Every
 template is checked at construction: a bad one is a
 :class:`~mas.runtime.errors.PluginConfigError` naming the rule index and the field.
+
+Typed values in ``tool.arguments``: a string value that is exactly one replacement field,
+with nothing around it and neither a conversion nor a format spec (``"{a}"``, ``"{1}"``,
+``"{result}"``), is a *whole-value placeholder*. Its rendered text becomes a JSON value when
+the whole text, with no surrounding whitespace, parses as JSON other than a string: a
+number (``42``, ``-1.5``, ``1e3``; never ``NaN`` or ``Infinity``), ``true``, ``false``,
+``null``, an object or an array. Everything else stays the rendered string: any template
+with text around its field (``"n={a}"``), two fields (``"{a}{b}"``), a format spec
+(``"{a:>4}"``), or text that is no such JSON (``"pears"``, ``" 42"``, ``"\"q\""``). To keep
+a whole-value placeholder a string whatever it matched, give it the ``!s`` conversion:
+``"{a!s}"`` passes ``"42"`` as the string ``"42"``. ``delegate.message`` is always text.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import json
 import re
 import string
 from collections.abc import AsyncIterator, Mapping
@@ -197,10 +209,38 @@ def _argument_templates(where: str, value: Any) -> list[tuple[str, str]]:
     return []
 
 
+def _whole_field(template: str) -> bool:
+    """Whether ``template`` is one bare replacement field (``"{a}"``; not ``"{a!s}"``)."""
+    try:
+        parsed = list(_FORMATTER.parse(template))
+    except ValueError:
+        return False
+    if len(parsed) != 1:
+        return False
+    literal, name, spec, conversion = parsed[0]
+    return literal == "" and name is not None and not spec and conversion is None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _typed(text: str) -> Any:
+    """``text`` as the JSON value it spells (not a string), else ``text`` itself."""
+    if not text or text != text.strip():
+        return text
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except ValueError:
+        return text
+    return text if isinstance(value, str) else value
+
+
 def _rendered(value: Any, render: Any) -> Any:
-    """``value`` with every string rendered as a template."""
+    """``value`` with every string rendered as a template; a whole-value placeholder keeps
+    the JSON type of what it matched (module docstring)."""
     if isinstance(value, str):
-        return render(value)
+        return _typed(render(value)) if _whole_field(value) else render(value)
     if isinstance(value, dict):
         return {k: _rendered(v, render) for k, v in value.items()}
     if isinstance(value, list):
