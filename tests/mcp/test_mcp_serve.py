@@ -19,6 +19,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 COUNT = {"match": "^count", "chunks": ["one ", "two ", "three"]}
 SLOW = {"match": "^slow", "chunks": ["a ", "b ", "c ", "d"], "chunk_delay_ms": 400}
+BOOK = {"match": "^book", "reply": "Sure, I can book that.", "ask": "Which day?"}
+ASK = {"match": "^bare", "ask": "Which one?"}
 
 
 @pytest.fixture
@@ -30,7 +32,7 @@ async def desk(control_dir: Path) -> AsyncIterator[tuple[SessionProcess, str, st
             "desk": {
                 "description": "Answers at the front desk.",
                 "skills": [{"id": "greet", "name": "Greeting", "description": "Says hello."}],
-                "model": scripted(COUNT, SLOW, default="heard: {input}"),
+                "model": scripted(COUNT, SLOW, BOOK, ASK, default="heard: {input}"),
             }
         },
         {
@@ -144,3 +146,34 @@ async def test_a_cancelled_call_stops_waiting_and_the_turn_runs_to_its_end(
         after = await client.call_tool("ask", {"message": "still there?", "session": "c1"})
     assert after.structured_content is not None
     assert after.structured_content["text"] == "heard: still there?"
+
+
+async def test_an_input_required_answer_carries_the_text_before_the_question(
+    desk: tuple[SessionProcess, str, str],
+) -> None:
+    _, _, url = desk
+    async with asyncio.timeout(STEP), Client(url) as client:
+        asked = await client.call_tool("ask", {"message": "book a table", "session": "b1"})
+        answered = await client.call_tool("ask", {"message": "friday", "session": "b1"})
+        bare = await client.call_tool("ask", {"message": "bare", "session": "b2"})
+    assert not asked.is_error
+    said = "Sure, I can book that.\n\nWhich day?"
+    assert [block.text for block in asked.content] == [said]  # type: ignore[union-attr]
+    assert asked.structured_content == {
+        "session": "b1",
+        "status": "input_required",
+        "text": said,
+        "question": "Which day?",
+    }
+    assert answered.structured_content == {
+        "session": "b1",
+        "status": "completed",
+        "text": "heard: friday",
+    }
+    assert [block.text for block in bare.content] == ["Which one?"]  # type: ignore[union-attr]
+    assert bare.structured_content == {
+        "session": "b2",
+        "status": "input_required",
+        "text": "Which one?",
+        "question": "Which one?",
+    }

@@ -16,10 +16,16 @@ notification (when the caller asked for progress). A cancelled request is mapped
 ``tasks/cancel`` is: the caller stops waiting (``TurnTicket.cancel_wait``), and the
 running turn finishes inside the mailbox, its effects kept.
 
-The result: the turn's text as a text block (for ``input_required``, the question; call
-again with the same session to answer), the turn's artifacts as image, resource or link
-blocks, and ``structuredContent`` ``{session, status, text}``; ``failed`` and ``canceled``
-turns are ``isError`` results with the message. A full mailbox is an ``isError`` result too.
+The result: the turn's text as a text block, the turn's artifacts as image, resource or
+link blocks, and ``structuredContent`` ``{session, status, text}``; ``failed`` and
+``canceled`` turns are ``isError`` results with the message. A full mailbox is an
+``isError`` result too.
+
+An ``input_required`` turn (call again with the same session to answer) may say something
+before it asks: its text is what it streamed (less what a ``replace`` steer withdrew), a
+blank line, then the question (the question alone when nothing came before), and
+``structuredContent`` adds ``question``. So the caller reads the same words an A2A client
+gets from the task (the ``response`` artifact, then the status message).
 """
 
 from __future__ import annotations
@@ -125,6 +131,7 @@ async def run_turn(
         return _error(session_id, "rejected", f"agent {agent_id!r} refused the turn: {exc}")
     ended = TurnEnded("canceled", message="the turn did not end")
     artifacts: list[ArtifactEmitted] = []
+    streamed: list[str] = []
     step = 0
     try:
         async for event in ticket.events():
@@ -133,12 +140,15 @@ async def run_turn(
             elif isinstance(event, ArtifactEmitted):
                 artifacts.append(event)
             elif isinstance(event, TextDelta | Delegated):
+                if isinstance(event, TextDelta):
+                    streamed.append(event.text)
                 step += 1
                 await ctx.report_progress(step, None, _progress_text(event))
     except BaseException:
         ticket.cancel_wait()  # as tasks/cancel: stop waiting, the turn runs to its end
         raise
-    return _result(session_id, ended, artifacts)
+    before = "".join(streamed[getattr(ticket, "discarded", 0) :])
+    return _result(session_id, ended, artifacts, before)
 
 
 def _progress_text(event: TextDelta | Delegated) -> str:
@@ -148,15 +158,27 @@ def _progress_text(event: TextDelta | Delegated) -> str:
     return f"{what} {event.target}: {'ok' if event.ok else 'failed'}"
 
 
-def _result(session: str, ended: TurnEnded, artifacts: list[ArtifactEmitted]) -> CallToolResult:
+def _result(
+    session: str, ended: TurnEnded, artifacts: list[ArtifactEmitted], before: str = ""
+) -> CallToolResult:
+    """The call's result; ``before``: the text an ``input_required`` turn streamed."""
     if ended.status in ("failed", "canceled"):
         return _error(session, ended.status, ended.message or ended.text or ended.status)
-    content: list[ContentBlock] = [TextContent(text=ended.text)]
+    text = ended.text
+    structured: dict[str, Any] = {"session": session, "status": ended.status, "text": text}
+    if ended.status == "input_required":
+        text = _asked_text(before, ended.text)
+        structured.update(text=text, question=ended.text)
+    content: list[ContentBlock] = [TextContent(text=text)]
     content += [_block(a) for a in artifacts]
-    return CallToolResult(
-        content=content,
-        structured_content={"session": session, "status": ended.status, "text": ended.text},
-    )
+    return CallToolResult(content=content, structured_content=structured)
+
+
+def _asked_text(before: str, question: str) -> str:
+    """What an ``input_required`` turn said: the text before its question, then the question."""
+    if not before.strip():
+        return question
+    return f"{before.rstrip()}\n\n{question}"
 
 
 def _error(session: str, status: str, message: str) -> CallToolResult:
