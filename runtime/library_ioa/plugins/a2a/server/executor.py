@@ -8,12 +8,15 @@ Mapping (the spec's "Task lifecycle"):
   into ``TurnInput.metadata``.
 - The turn is queued at the tail of its session and the call waits for its own turn.
 - A turn that ends ``completed`` at once, with only text, is answered with a plain
-  ``Message`` on a new task and with a status update on an existing one. "At once" means
+  ``Message`` on a new task, and with a status update on an existing one when it streamed
+  no text (a follow-up's streamed text is its own ``response`` artifact, whether it was sent
+  blocking or streaming, so the task ends the same either way). "At once" means
   within ``message_grace`` seconds: for a blocking send, streamed text is held back that
   long; a streaming send starts its task at the first progress event; a send with
   ``returnImmediately`` or a push-notification config always gets a task. Anything else
-  starts a task: ``working``, artifact updates (streamed text chunks append to one
-  ``response`` artifact; text, data, file and URL artifacts each get their own), then
+  starts a task: ``working``, artifact updates (a turn's streamed text chunks append to one
+  ``response`` artifact, a new one, with its own id, per turn; text, data, file and URL
+  artifacts each get their own), then
   ``completed``, ``input-required`` (a HITL question; the next message on the task resumes
   the session), ``failed`` (with the message) or ``canceled``.
 - Extra messages on a task that is still working are queued behind it, never preempting

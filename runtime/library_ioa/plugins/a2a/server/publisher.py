@@ -179,7 +179,10 @@ class TurnPublisher:
         """Within the grace period: answer at once (None), or start the task (the next event).
 
         A blocking send buffers streamed text meanwhile, so a quick text-only turn is one
-        Message; a streaming send starts its task at the first progress event. A task that
+        Message; a streaming send starts its task at the first progress event. On an
+        existing task (a follow-up) only a turn that streamed nothing is answered at once:
+        streamed text is published as the streaming send publishes it (its own ``response``
+        artifact), so the task ends the same whichever way the follow-up came. A task that
         has started (an adopted turn, whose grace the fast handler spent) takes the next
         event as it comes, with no timer and no task around the wait.
         """
@@ -221,6 +224,7 @@ class TurnPublisher:
                 and event.status == "completed"
                 and not self._working
                 and self._executor.pending(self._task_id) == 0
+                and not (self._existing and buffered)
             ):
                 await self._answer_at_once(event)
                 return None
