@@ -11,7 +11,15 @@ own app or server, so the SDK still does all the protocol work:
   (-32005). :class:`HttpCorrections` (``rpc_path``) answers -32005.
 * The gRPC handler never reads the ``a2a-version`` metadata, so a 99.0 client is served; 3.6.2
   says an unsupported version gets VersionNotSupportedError (UNIMPLEMENTED, 5.4).
-  :class:`GrpcVersionCheck` refuses it.
+  :class:`GrpcVersionCheck` refuses it, on the 1.0 service and on the 0.3 compatibility
+  service alike (there a missing, empty or ``0.x`` version is served, :func:`serves_0_3`).
+* The 0.3 JSON-RPC adapter refuses a version it does not serve (``1.0``, ``9.9``) with
+  -32603 InternalError: its mapping to 0.3 error codes has no VersionNotSupportedError
+  (-32009, new in 1.0), so it falls back to -32603. The client named a version the 0.3
+  methods do not serve, so the protocol it asked for says -32009.
+  ``server.limits.RequestLimits`` answers such a request with :func:`v03_version_refusal`
+  (-32009, the SDK's error shape) before the adapter sees it. The 0.3 REST adapter already
+  answers the SDK's 400 ``VERSION_NOT_SUPPORTED``.
 * An ``A2A-Version`` with a component past Python's 4,300-digit ``int()`` limit made the SDK's
   version check raise ``ValueError`` (-32603, HTTP 500, a traceback each time); 3.6.2 says an
   unsupported version gets VersionNotSupportedError. :class:`HttpCorrections` shortens a
@@ -45,6 +53,7 @@ from a2a.utils.errors import A2A_ERROR_REASONS, VersionNotSupportedError
 from a2a.utils.grpc_status import status_to_grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from packaging.version import InvalidVersion, Version
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +69,8 @@ DEFAULT_CARD_MAX_AGE = 300
 SUPPORTED_VERSIONS = ("1.0",)
 MAX_VERSION_CHARS = 32  # "1.0", "0.3.1", ...: no real version comes near
 _VERSION_KEY = VERSION_HEADER.lower().encode()
-A2A_1_0_SERVICE = "lf.a2a.v1.A2AService"  # the 0.3 compatibility service is a2a.v1.A2AService
+A2A_1_0_SERVICE = "lf.a2a.v1.A2AService"
+A2A_0_3_SERVICE = "a2a.v1.A2AService"  # the 0.3 compatibility service
 
 
 def _is_json(content_type: str) -> bool:
@@ -73,6 +83,30 @@ def shown_version(version: str) -> str:
     if len(version) <= MAX_VERSION_CHARS:
         return version
     return f"{version[:MAX_VERSION_CHARS]}...({len(version)} characters)"
+
+
+def serves_0_3(version: str) -> bool:
+    """Whether the 0.3 adapters serve a request carrying ``version``: the SDK's own rule
+    (``validate_version("0.3")``): a missing or empty version is 0.3, and any ``0.x`` is
+    accepted (the major version decides)."""
+    version = version.strip()
+    if not version:
+        return True
+    if len(version) > MAX_VERSION_CHARS:
+        return False
+    try:
+        return Version(version).major == 0
+    except InvalidVersion:
+        return False
+
+
+def v03_version_refusal(version: str, method: str) -> VersionNotSupportedError:
+    """The VersionNotSupportedError of a 0.3 JSON-RPC ``method`` sent with ``version``."""
+    return VersionNotSupportedError(
+        f"A2A-Version {shown_version(version)!r} is not supported by the 0.3 method "
+        f"{method!r}; send A2A-Version 0.3 (or none) with the 0.3 method names, or "
+        f"A2A-Version {', '.join(SUPPORTED_VERSIONS)} with the 1.0 names (SendMessage, ...)"
+    )
 
 
 def _bounded_version(scope: Scope) -> Scope:
@@ -212,22 +246,31 @@ def _relabel(value: bytes) -> bytes:
 
 
 class GrpcVersionCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Refuse a 1.0 gRPC call whose ``a2a-version`` metadata names a version we do not serve.
+    """Refuse a gRPC call whose ``a2a-version`` metadata names a version its service does not
+    serve.
 
-    Only methods of ``service`` (the A2A 1.0 service) are checked, so the 0.3 compatibility
-    service mounted on the same server is left to its own rules.
+    On ``service`` (the A2A 1.0 service) the versions of ``supported`` are served
+    (``Major.Minor``, a patch part ignored); on ``compat_service`` (the 0.3 compatibility
+    service, when it is mounted) the versions :func:`serves_0_3` accepts. Other services
+    (health, ...) are left alone.
 
-        The SDK's gRPC handler never reads the version, so a 99.0 client is served as 1.0. A call
-        without the metadata is let through (the SDK's own clients always send it). The refusal is
-        the SDK's own error shape: UNIMPLEMENTED with a ``google.rpc.ErrorInfo`` (domain
-        ``a2a-protocol.org``, reason of VersionNotSupportedError) in ``grpc-status-details-bin``.
+        The SDK's gRPC handlers never read the version, so a 99.0 client is served as 1.0, and
+        a 1.0 or 9.9 client of the 0.3 service as 0.3. A call without the metadata is let
+        through (the SDK's own 1.0 clients always send it; a 0.3 client sends none). The
+        refusal is the SDK's own error shape: UNIMPLEMENTED with a ``google.rpc.ErrorInfo``
+        (domain ``a2a-protocol.org``, reason of VersionNotSupportedError) in
+        ``grpc-status-details-bin``, so the SDK's client raises VersionNotSupportedError.
     """
 
     def __init__(
-        self, supported: Iterable[str] = SUPPORTED_VERSIONS, service: str = A2A_1_0_SERVICE
+        self,
+        supported: Iterable[str] = SUPPORTED_VERSIONS,
+        service: str = A2A_1_0_SERVICE,
+        compat_service: str | None = A2A_0_3_SERVICE,
     ) -> None:
         self.supported = tuple(supported)
         self.prefix = f"/{service}/"
+        self.compat_prefix = f"/{compat_service}/" if compat_service else None
 
     def accepts(self, version: str) -> bool:
         """Whether ``version`` (``Major.Minor``, a patch part ignored) is served."""
@@ -240,21 +283,36 @@ class GrpcVersionCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         handler_call_details: Any,
     ) -> Any:
         handler = await continuation(handler_call_details)
-        if not str(handler_call_details.method or "").startswith(self.prefix):
-            return handler  # another service (the 0.3 compatibility one, health, ...)
+        method = str(handler_call_details.method or "")
+        compat = self.compat_prefix is not None and method.startswith(self.compat_prefix)
+        if not compat and not method.startswith(self.prefix):
+            return handler  # another service (health, ...)
         version = ""
         for key, value in handler_call_details.invocation_metadata or ():
             if key.lower() == VERSION_HEADER.lower():
                 version = value if isinstance(value, str) else value.decode("latin-1")
-        if handler is None or not version or self.accepts(version):
+        if handler is None or not version:
             return handler
-        return self._refusal(handler, version)
-
-    def _refusal(self, handler: Any, version: str) -> Any:
-        error = VersionNotSupportedError(
+        if compat:
+            if serves_0_3(version):
+                return handler
+            return self._refusal(
+                handler,
+                f"A2A-Version {shown_version(version)!r} is not supported by the 0.3 service "
+                f"{method.split('/')[1]}; send a2a-version 0.3 (or none), or call "
+                f"{self.prefix.strip('/')} for {', '.join(self.supported)}",
+            )
+        if self.accepts(version):
+            return handler
+        return self._refusal(
+            handler,
             f"A2A-Version {shown_version(version)!r} is not supported; supported: "
-            f"{', '.join(self.supported)}"
+            f"{', '.join(self.supported)}",
         )
+
+    @staticmethod
+    def _refusal(handler: Any, message: str) -> Any:
+        error = VersionNotSupportedError(message)
         status = status_pb2.Status(
             code=grpc.StatusCode.UNIMPLEMENTED.value[0], message=error.message
         )

@@ -17,7 +17,7 @@ from typing import Any
 from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["MAX_SHOWN_ERRORS", "v03_params_refusal"]
+__all__ = ["MAX_SHOWN_ERRORS", "is_v03_method", "v03_params_refusal"]
 
 MAX_SHOWN_ERRORS = 3
 _MODELS: dict[str, type[BaseModel]] = dict(JSONRPC03Adapter.METHOD_TO_MODEL)
@@ -25,6 +25,11 @@ _MODELS: dict[str, type[BaseModel]] = dict(JSONRPC03Adapter.METHOD_TO_MODEL)
 
 def _where(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "params"
+
+
+def is_v03_method(request: dict[str, Any]) -> bool:
+    """Whether ``request`` (an object with a checked envelope) calls a 0.3 method."""
+    return request.get("method", "") in _MODELS
 
 
 def v03_params_refusal(request: dict[str, Any]) -> str | None:

@@ -12,7 +12,10 @@ with a body it
   ``method`` that is not a string) with -32600 (InvalidRequest), and ``params`` that are
   not an object, or the params of a 0.3 method its model refuses (:mod:`.compat_params`),
   with -32602 (InvalidParams), each as a JSON-RPC error body with HTTP 200
-  (HTTP 413 for an oversize body);
+  (HTTP 413 for an oversize body); a 0.3 method sent with an ``A2A-Version`` the 0.3
+  methods do not serve (``1.0``, ``9.9``) with -32009 (VersionNotSupportedError, in the
+  SDK's error shape), which the SDK's 0.3 adapter would answer with -32603
+  (:mod:`library_ioa.plugins.a2a.corrections`);
 - under ``rest_prefix`` (HTTP+JSON): answers a non-JSON Content-Type with 415
   (ContentTypeNotSupportedError), before reading when a ``Content-Length`` announces a body,
   else (a chunked body) once the body is read, within the size limit; invalid UTF-8,
@@ -21,9 +24,10 @@ with a body it
 
 Credential headers (``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``X-API-Key``)
 reach the SDK as ``[redacted]``: it logs every request's headers at DEBUG.
-Everything else (methods, params, versions) stays the SDK's to answer. The SDK logs a
-traceback for a request whose params do not parse; :func:`quiet_sdk_parse_errors` turns
-those records into one line, since a client's bad input is not a server fault.
+Everything else (methods, params, the versions of 1.0 methods) stays the SDK's to answer.
+The SDK logs a traceback for a request whose params do not parse;
+:func:`quiet_sdk_parse_errors` turns those records into one line, since a client's bad
+input is not a server fault.
 
 gRPC: :func:`grpc_options` caps the received message at the same limit (RESOURCE_EXHAUSTED
 beyond it, from grpc itself).
@@ -39,12 +43,21 @@ import json
 import logging
 from typing import Any
 
+from a2a.server.request_handlers import build_error_response
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import A2AError, ContentTypeNotSupportedError, InvalidRequestError
 
-from library_ioa.plugins.a2a.corrections import ASGIApp, Message, Receive, Scope, Send
+from library_ioa.plugins.a2a.corrections import (
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    serves_0_3,
+    v03_version_refusal,
+)
 from library_ioa.plugins.a2a.server.auth import redact_credentials
-from library_ioa.plugins.a2a.server.compat_params import v03_params_refusal
+from library_ioa.plugins.a2a.server.compat_params import is_v03_method, v03_params_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +66,7 @@ DEFAULT_MAX_DEPTH = 64
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 SDK_JSONRPC_LOGGER = "a2a.server.routes.jsonrpc_dispatcher"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_VERSION = b"a2a-version"
 
 
 class BadBody(Exception):
@@ -232,6 +246,11 @@ class RequestLimits:
                     why = v03_params_refusal(value)
                     if why is not None:
                         raise BadBody(INVALID_PARAMS, why)
+                    version = headers.get(_VERSION, b"").decode("latin-1")
+                    if is_v03_method(value) and not serves_0_3(version):
+                        error = v03_version_refusal(version, value["method"])
+                        await _answer_rpc(send, build_error_response(_request_id(value), error))
+                        return
             elif kind == "rest" and body:
                 value = parse_json(body, self.max_depth)
         except BadBody as refusal:
@@ -308,3 +327,20 @@ class RequestLimits:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+async def _answer_rpc(send: Send, payload: dict[str, Any]) -> None:
+    """A JSON-RPC error ``payload`` as the SDK's dispatcher sends one (HTTP 200)."""
+    logger.info("request refused: %s", payload["error"]["message"])
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
