@@ -108,15 +108,16 @@ def hot_body(body: bytes) -> tuple[str | int, str, dict[str, Any]] | None:
         return None
     if not isinstance(data, dict) or data.keys() != _MEMBERS:
         return None
-    request_id, params = data["id"], data["params"]
+    request_id, method, params = data["id"], data["method"], data["params"]
     if (
         data["jsonrpc"] != "2.0"
-        or data["method"] not in HOT_METHODS
+        or type(method) is not str  # an array or object is not hashable: never `in` a set
+        or method not in HOT_METHODS
         or type(request_id) not in (str, int)
         or not isinstance(params, dict)
     ):
         return None
-    return request_id, data["method"], params
+    return request_id, method, params
 
 
 def render(content: Any) -> bytes:

@@ -2,11 +2,14 @@
 
 Every transport (JSON-RPC, HTTP+JSON, gRPC, and the 0.3 adapters of each) goes through
 one request handler, so counting here covers them all, and so does the no-auth rule for
-attaching push configs (``anonymous_push_create``: :mod:`.push_ownership`).
+attaching push configs (``anonymous_push_create``: :mod:`.push_ownership`) and the refusal
+of numbers JSON cannot carry (:mod:`.finite_values`): a request holding NaN or an infinity
+is answered as invalid params before it runs, and counted as such.
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import AsyncGenerator, Awaitable
 from typing import Any, TypeVar
@@ -15,6 +18,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.utils.errors import A2AError
 
 from library_ioa.plugins.a2a.server.executor import STREAMING_STATE
+from library_ioa.plugins.a2a.server.finite_values import refuse_non_finite
 from library_ioa.plugins.a2a.server.metrics import A2A_REQUEST_SECONDS, A2A_REQUESTS
 from library_ioa.plugins.a2a.server.push_ownership import refuse_anonymous_create
 from library_ioa.plugins.a2a.server.tracing import request_done, transport_of
@@ -45,6 +49,12 @@ class CountingRequestHandler(DefaultRequestHandler):
     ) -> T:
         started = time.perf_counter()
         try:
+            try:
+                refuse_non_finite(params)
+            except BaseException:
+                if inspect.iscoroutine(call):
+                    call.close()  # never run: no "never awaited" warning
+                raise
             result = await call
         except BaseException as exc:
             self._done(method, _outcome(exc), started, context=context, params=params, result=None)
@@ -78,6 +88,7 @@ class CountingRequestHandler(DefaultRequestHandler):
         started = time.perf_counter()
         outcome, first = "ok", None
         try:
+            refuse_non_finite(params)
             async for item in stream:
                 if first is None:
                     first = item[0] if isinstance(item, list) and item else item
