@@ -1,11 +1,12 @@
-"""JSON values of the wrong kind (issue 23, item 8): the protocol's error on every
+"""JSON values of the wrong kind (issue 23, items 8 and 10): the protocol's error on every
 transport and path, no traceback in the answer or the log, the server keeps serving.
 
 - a ``method`` that is an array or an object, on the hot lane's head (``A2A-Version: 1.0``)
   and without it;
 - NaN, Infinity and a number that overflows a float in request metadata, message metadata
   and a data part: invalid params on JSON-RPC (1.0 and 0.3, blocking and streaming),
-  HTTP+JSON and gRPC.
+  HTTP+JSON and gRPC;
+- a JSON-RPC notification (no ``id``): refused with -32600 and ``"id": null``, never run.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import grpc
 import httpx
 import pytest
 from a2a.types import CancelTaskRequest, SendMessageRequest, a2a_pb2_grpc
-from bad_input_support import JSON, PROTOCOL_MARKS, STEP, Agent, send_message
+from bad_input_support import JSON, PROTOCOL_MARKS, STEP, Agent, send_message, user_message
+
+from library_ioa.plugins.a2a.server.metrics import A2A_REQUESTS
 
 pytestmark = PROTOCOL_MARKS
 
@@ -167,3 +170,45 @@ async def test_a_non_finite_number_is_invalid_argument_on_grpc(
     assert canceled.value.code() == grpc.StatusCode.INVALID_ARGUMENT, canceled.value
     assert (canceled.value.details() or "").startswith("metadata.score: ")
     assert reply.HasField("message") or reply.HasField("task")
+
+
+@pytest.mark.parametrize("headers", [JSON, V03], ids=["1.0", "no-version"])
+@pytest.mark.parametrize("method", ["SendMessage", "GetTask", "message/send"])
+async def test_a_notification_is_refused_and_not_run(
+    http: httpx.AsyncClient, headers: dict[str, str], method: str
+) -> None:
+    text = f"notified {method}"
+    params: dict[str, Any] = {"message": user_message(text)}
+    if method == "GetTask":
+        params = {"id": "some-task"}
+    elif method == "message/send":
+        v03_parts = [{"kind": "text", "text": text}]
+        params["message"].update(role="user", kind="message", parts=v03_parts)
+    body = {"jsonrpc": "2.0", "method": method, "params": params}
+    before = requests_handled()
+    response = await http.post("/", content=json.dumps(body), headers=headers)
+    error = rpc_error(response)
+    assert response.json()["id"] is None
+    assert error["code"] == -32600, error
+    assert "notification" in error["message"]
+    assert requests_handled() == before  # it never reached the request handler
+    await still_answers(http)
+
+
+async def test_an_explicit_null_id_is_still_answered(http: httpx.AsyncClient) -> None:
+    before = requests_handled()
+    response = await http.post("/", content=json.dumps(send_message("null id", None)), headers=JSON)
+    assert response.status_code == 200
+    assert response.json()["id"] is None
+    assert "null id" in response.text
+    assert requests_handled() == before + 1
+
+
+def requests_handled() -> float:
+    """Every request the echo agent's request handler counted (any method and outcome)."""
+    return sum(
+        sample.value
+        for metric in A2A_REQUESTS.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total") and sample.labels.get("agent") == "echo"
+    )

@@ -8,10 +8,11 @@ with a body it
   (a chunked upload is never buffered beyond the limit);
 - on the JSON-RPC path (POST ``rpc_path``): answers invalid UTF-8 and malformed JSON with
   -32700 (ParseError), nesting deeper than ``max_depth`` and a broken envelope (not an
-  object, ``jsonrpc`` not ``"2.0"``, an ``id`` that is not a string, an integer or null, a
-  ``method`` that is not a string) with -32600 (InvalidRequest), and ``params`` that are
-  not an object, or the params of a 0.3 method its model refuses (:mod:`.compat_params`),
-  with -32602 (InvalidParams), each as a JSON-RPC error body with HTTP 200
+  object, ``jsonrpc`` not ``"2.0"``, no ``id`` or one that is not a string, an integer or
+  null, a ``method`` that is not a string) with -32600 (InvalidRequest), and ``params``
+  that are not an object, or the params of a 0.3 method its model refuses
+  (:mod:`.compat_params`), with -32602 (InvalidParams), each as a JSON-RPC error body with
+  HTTP 200
   (HTTP 413 for an oversize body); a 0.3 method sent with an ``A2A-Version`` the 0.3
   methods do not serve (``1.0``, ``9.9``) with -32009 (VersionNotSupportedError, in the
   SDK's error shape), which the SDK's 0.3 adapter would answer with -32603
@@ -21,6 +22,14 @@ with a body it
   else (a chunked body) once the body is read, within the size limit; invalid UTF-8,
   malformed JSON and too deep nesting with 400 (InvalidRequestError), in the SDK's REST
   error shape (``{"error": {code, status, message, details}}``).
+
+A request without an ``id`` is a JSON-RPC notification: the server would run it and send
+no response. Every A2A method exists for its answer, though (a ``SendMessage`` run unheard
+starts a turn whose task id nobody learns; a ``GetTask`` unheard does nothing at all), and
+A2A defines no notification. So a notification is refused before it runs, with -32600 and
+``"id": null``, rather than run in silence: the client learns at once that nothing was
+executed. The hot lane never takes one (it needs an ``id``), so every JSON-RPC path
+answers it the same way.
 
 Credential headers (``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``X-API-Key``)
 reach the SDK as ``[redacted]``: it logs every request's headers at DEBUG.
@@ -67,6 +76,10 @@ PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 SDK_JSONRPC_LOGGER = "a2a.server.routes.jsonrpc_dispatcher"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _VERSION = b"a2a-version"
+NOTIFICATION_REFUSED = (
+    "'id' is required: every A2A method has an answer, so a JSON-RPC notification "
+    "(a request without an id) is not accepted"
+)
 
 
 class BadBody(Exception):
@@ -133,7 +146,9 @@ def check_envelope(value: Any) -> None:
         )
     if value.get("jsonrpc") != "2.0":
         raise BadBody(INVALID_REQUEST, "'jsonrpc' must be exactly \"2.0\"")
-    rid = value.get("id")
+    if "id" not in value:
+        raise BadBody(INVALID_REQUEST, NOTIFICATION_REFUSED)
+    rid = value["id"]
     if isinstance(rid, bool) or not isinstance(rid, str | int | None):
         raise BadBody(INVALID_REQUEST, "'id' must be a string, an integer or null")
     if not isinstance(value.get("method"), str):
