@@ -22,6 +22,11 @@ is accepted; a bad token closes the connection after the error. A request line i
 an error and is closed. The server never crashes
 on input. :class:`ControlClient` speaks the protocol; :func:`list_endpoints` reads the
 directory and deletes the files of processes that are gone.
+
+A request line is strict JSON (:func:`read_request`): ``NaN``, ``Infinity``, a number that
+overflows a float, an integer past Python's digit limit and nesting too deep to parse each
+get an error reply, and a token of any characters that is not this server's is refused as
+an invalid token.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 import os
 import secrets
 from collections.abc import Mapping
@@ -228,13 +234,14 @@ class ControlServer:
 
     async def _answer(self, line: bytes) -> tuple[dict[str, Any], bool]:
         try:
-            request = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return {"ok": False, "error": "the request is not a JSON object"}, True
-        if not isinstance(request, dict):
-            return {"ok": False, "error": "the request is not a JSON object"}, True
+            request = read_request(line)
+        except ControlError as exc:
+            return {"ok": False, "error": str(exc)}, True
         token = request.get("token")
-        if not isinstance(token, str) or not hmac.compare_digest(token, self._token):
+        # compare_digest takes str only when it is ASCII: compare the UTF-8 bytes.
+        if not isinstance(token, str) or not hmac.compare_digest(
+            token.encode("utf-8", "surrogatepass"), self._token.encode()
+        ):
             return {"ok": False, "error": "invalid or missing token"}, False
         try:
             return await self._dispatch(request), True
@@ -260,12 +267,10 @@ class ControlServer:
         mode = request.get("mode")
         if mode not in STEER_MODES:
             raise ControlError(f"mode {mode!r} is not accepted; accepted: {', '.join(STEER_MODES)}")
+        timeout = _follow_timeout(request)  # checked before the steer: a refusal changes nothing
         receipt = await mailbox.steer(session, text, mode)
         reply: dict[str, Any] = {"ok": True, "applied": receipt.applied, "turn_id": receipt.turn_id}
-        if request.get("follow"):
-            timeout = request.get("timeout", DEFAULT_FOLLOW_TIMEOUT)
-            if not isinstance(timeout, int | float) or timeout <= 0:
-                raise ControlError(f"timeout {timeout!r} is not accepted; a positive number")
+        if timeout is not None:
             try:
                 ended = await asyncio.wait_for(asyncio.shield(receipt.result), timeout)
             except TimeoutError:
@@ -274,6 +279,56 @@ class ControlServer:
                 ) from None
             reply.update(status=ended.status, text=ended.text, message=ended.message)
         return reply
+
+
+def _follow_timeout(request: Mapping[str, Any]) -> float | None:
+    """The seconds to wait for the steered turn's end; ``None`` without ``follow``."""
+    follow = request.get("follow", False)
+    if not isinstance(follow, bool):
+        raise ControlError(f"follow {follow!r} is not accepted; true or false")
+    if not follow:
+        return None
+    timeout = request.get("timeout", DEFAULT_FOLLOW_TIMEOUT)
+    seconds = math.nan
+    if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        with contextlib.suppress(OverflowError):  # an integer past a float's range
+            seconds = float(timeout)
+    if not 0 < seconds < math.inf:
+        shown = repr(timeout) if len(repr(timeout)) <= 32 else f"{repr(timeout)[:24]}..."
+        raise ControlError(f"timeout {shown} is not accepted; a finite number of seconds above 0")
+    return seconds
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ControlError(f"{name} is not a JSON number; send a finite number")
+
+
+def read_request(line: bytes) -> dict[str, Any]:
+    """The JSON object of one request line; :class:`ControlError` naming what is wrong.
+
+    Strict JSON: ``NaN``/``Infinity`` and numbers that overflow a float are refused, as are
+    integers past Python's digit limit and nesting too deep to parse.
+    """
+    try:
+        request = json.loads(line, parse_constant=_refuse_constant, parse_float=_finite)
+    except ControlError:
+        raise
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ControlError("the request is not a JSON object") from None
+    except RecursionError:
+        raise ControlError("the request is nested too deeply") from None
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise ControlError(f"the request holds a number that cannot be read: {exc}") from None
+    if not isinstance(request, dict):
+        raise ControlError("the request is not a JSON object")
+    return request
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ControlError(f"{text[:32]} overflows a float; send a finite number")
+    return value
 
 
 def _text(request: Mapping[str, Any], key: str) -> str:
