@@ -1,8 +1,9 @@
 """The ``mas-ctl`` entry point: argument parsing, dispatch, exit codes.
 
 Exit codes: 0 success; 1 the document (or the run) failed, every problem on stderr with the
-field path first; 2 usage errors and unreadable or non-YAML files; 3 ``serve`` stopped by a
-signal with turns still running at ``--drain-timeout`` (they ended canceled); 130 interrupted.
+field path first; 2 usage errors and unreadable or non-YAML files (a document past a limit of
+:mod:`mas.infra.guarded_yaml` too); 3 ``serve`` stopped by a signal with turns still running
+at ``--drain-timeout`` (they ended canceled); 130 interrupted.
 Never a traceback, unless ``MAS_DEBUG=1`` asks for one.
 """
 

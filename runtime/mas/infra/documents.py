@@ -18,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from mas.infra.errors import DocumentError, OverrideError
+from mas.infra.errors import ApplicationInvalid, DocumentError, OverrideError
+from mas.infra.guarded_yaml import load_yaml, read_document_text
 
 INFRA_REF_KEYS = ("endpoints", "agent_comm", "defaults", "runtime")
 _SEGMENT = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_-]*)|\[([^\[\]]+)\]")
@@ -35,20 +36,15 @@ class Override:
 
 
 def read_yaml_file(path: str | Path) -> dict[str, Any]:
-    """The single YAML mapping in ``path``; :class:`DocumentError` otherwise."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DocumentError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise DocumentError(f"{path}: is not UTF-8 text") from None
-    return parse_yaml_text(text, str(path))
+    """The single YAML mapping in the regular file ``path``, read within the document
+    limits (:mod:`mas.infra.guarded_yaml`); :class:`DocumentError` otherwise."""
+    return parse_yaml_text(read_document_text(path), str(path))
 
 
 def parse_yaml_text(text: str, origin: str = "<input>") -> dict[str, Any]:
-    """The single YAML mapping in ``text``."""
+    """The single YAML mapping in ``text``, read within the document limits."""
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in load_yaml(text, origin) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -114,9 +110,13 @@ def parse_override(text: str) -> Override:
     if not path:
         raise OverrideError(f"--override {text!r}: the path is empty")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        values = load_yaml(raw, f"--override {target}") if raw.strip() else [""]
     except yaml.YAMLError:
-        value = raw
+        values = [raw]
+    except (DocumentError, ApplicationInvalid) as exc:
+        raise OverrideError(str(exc)) from None  # each names the --override
+    # As yaml.safe_load: no document is None; several are not YAML (the text itself).
+    value = values[0] if len(values) == 1 else (raw if values else None)
     return Override(tuple(path), value, text)
 
 

@@ -4,7 +4,8 @@ Every error a user can cause names the field path, the bad value and what is acc
 The tree::
 
     InfraError                  base of everything raised here
-    ├── DocumentError           a file that cannot be read or is not a YAML mapping (usage error)
+    ├── DocumentError           a file that cannot be read, is past a document limit
+    │                           (mas.infra.guarded_yaml) or is not a YAML mapping (usage error)
     ├── OverrideError           a malformed --bind / --override / --infra-ref argument (usage error)
     └── ApplicationInvalid      the document parsed but breaks one or more rules (all listed)
         └── WiringError         one or more delegates_to targets resolve to nothing
