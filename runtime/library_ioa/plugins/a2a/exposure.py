@@ -87,6 +87,7 @@ from library_ioa.plugins.a2a.server.principals import GrpcPrincipals
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy
 from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
+from library_ioa.plugins.a2a.server.stream_errors import EarlyStreamErrors
 from library_ioa.plugins.a2a.server.tracing import GrpcTracing, HttpTracing
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint
@@ -214,8 +215,9 @@ class A2AExposure:
         self.app.router.redirect_slashes = False  # /metrics must not redirect into /{tenant}/
         # Where the SDK's wire behaviour departs from the protocol, corrections.py mends it
         # (REST content type, JSON-RPC content-type error, card caching headers).
+        app: Any = EarlyStreamErrors(self.app, REST_PATH) if compat_0_3 else self.app
         limited = RequestLimits(
-            self.app, max_body_bytes=endpoint.a2a.max_body_bytes, compat_0_3=compat_0_3
+            app, max_body_bytes=endpoint.a2a.max_body_bytes, compat_0_3=compat_0_3
         )
         corrected: Any = HttpCorrections(limited, rpc_path="/", rest_prefix=REST_PATH)
         # The hot JSON-RPC sends skip the layers above when they would pass (server/hot_lane.py).
