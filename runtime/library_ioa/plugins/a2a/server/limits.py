@@ -82,6 +82,10 @@ NOTIFICATION_REFUSED = (
 )
 
 
+class _ClientGone(Exception):
+    """The client went away (or was closed: a body timeout) before its body was complete."""
+
+
 class BadBody(Exception):
     """A refused body: ``code`` (JSON-RPC), ``http_status`` and the message for the client."""
 
@@ -271,6 +275,8 @@ class RequestLimits:
         except BadBody as refusal:
             await self._refuse(kind, send, refusal, _request_id(value))
             return
+        except _ClientGone:
+            return  # never run a request whose body did not all arrive
         replayed = False
 
         async def replay() -> Message:
@@ -291,7 +297,7 @@ class RequestLimits:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
+                raise _ClientGone
             chunk = bytes(message.get("body", b""))
             size += len(chunk)
             if size > self.max_body_bytes:

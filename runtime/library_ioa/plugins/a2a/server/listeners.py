@@ -5,8 +5,9 @@
 is known before the first request. It never installs signal handlers: the process that
 hosts it (``mas-ctl serve``, a test) owns signals. Every HTTP listener (A2A with its
 probes, metrics, a test's receiver) enforces its ``HttpLimits`` (``server/http_guard.py``):
-request-head size and count (431), head time (408), keep-alive idle time and open
-connections (503).
+request-head size and count (431), head and body time (408), a response the client does
+not read (send time), keep-alive idle time and open connections, in all and per client
+(503).
 """
 
 from __future__ import annotations
@@ -105,6 +106,13 @@ class HttpListener:
         if self._socket is None:
             raise RuntimeError("the listener is not started")
         return int(self._socket.getsockname()[1])
+
+    @property
+    def open_connections(self) -> int:
+        """How many connections are open now (refused ones until they are closed)."""
+        if self._server is None:
+            return 0
+        return len(self._server.server_state.connections)
 
     async def start(self) -> None:
         """Bind and serve; returns once uvicorn accepts connections."""
