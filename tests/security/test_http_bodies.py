@@ -16,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from tests.ports import free_port
 
 from library_ioa.plugins.a2a.server.http_guard import LINGER, HttpLimits, client_key
 from library_ioa.plugins.a2a.server.listeners import HttpListener
@@ -220,3 +221,34 @@ def test_one_client_is_an_ipv4_address_or_an_ipv6_64() -> None:
         HttpLimits(max_connections_per_client=0)
     with pytest.raises(ValueError, match="body_timeout"):
         HttpLimits(body_timeout=0)
+
+
+async def test_the_mcp_door_enforces_the_endpoints_connection_limits() -> None:
+    port = free_port()
+    door = {
+        "protocol": "mcp",
+        "agent": "echo",
+        "url": f"http://127.0.0.1:{port}",
+        "usage": "deploy",
+        "a2a": {"connections": {"max_open_per_client": 3, "body_timeout_seconds": 0.5}},
+    }
+    endpoints = {"echo": echo_endpoint(), "echo-mcp": door}
+    async with serve(ECHO, endpoints, "echo", grpc=False):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(post_head("/mcp", 500) + b"{")
+        answer = await until_closed(reader)
+        writer.close()
+        assert status_of(answer) == 408, answer
+        held = [
+            await asyncio.open_connection("127.0.0.1", port, local_addr=(ATTACKER, 0))
+            for _ in range(4)
+        ]
+        for _, writer in held:
+            writer.write(b"GET /healthz HTTP/1.1\r\n")  # a head that never ends
+        refused = await until_closed(held[3][0])
+        assert status_of(refused) == 503 and refused.endswith(b"from this address"), refused
+        async with httpx.AsyncClient(timeout=STEP) as http:
+            healthz = await http.get(f"http://127.0.0.1:{port}/healthz")
+        assert healthz.status_code == 200
+        for _, writer in held:
+            writer.close()

@@ -311,6 +311,63 @@ class PushPolicy(Model):
     )
 
 
+class ConnectionLimits(Model):
+    """The bounds of an agent's listeners (docs/security.md, Connection limits): how many
+    connections they hold and how long a connection may go without progress."""
+
+    max_open: int = Field(
+        default=512,
+        ge=1,
+        le=65536,
+        description="Open HTTP connections of one listener; past it a new one gets 503.",
+    )
+    max_open_per_client: int = Field(
+        default=256,
+        ge=1,
+        le=65536,
+        description="Open HTTP connections from one address (an IPv6 /64); past it a new one "
+        "gets 503, so no single client takes every slot.",
+    )
+    head_timeout_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        le=3600,
+        description="Time to send a request head (HTTP 408), or to open HTTP/2 (gRPC).",
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Time to send a request body once its head is in (HTTP 408).",
+    )
+    send_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Time a response may wait for a client that reads nothing before the "
+        "connection is aborted.",
+    )
+    idle_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Time an HTTP keep-alive connection may stay idle.",
+    )
+    grpc_max_open: int = Field(
+        default=512,
+        ge=1,
+        le=65536,
+        description="Open gRPC connections; past it a new one is closed at once.",
+    )
+    grpc_idle_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=24 * 3600,
+        description="Time a gRPC connection may go without a call before it is closed "
+        "(GOAWAY; clients reconnect on their next call).",
+    )
+
+
 SQL_URL_SCHEMES = ("sqlite+aiosqlite://", "postgresql+asyncpg://")
 MEMORY_BOUNDS = (
     "max_tasks",
@@ -463,6 +520,7 @@ class A2AOptions(Model):
     auth: A2AAuth | None = Field(
         default=None, description="Inbound authentication (the card stays public)."
     )
+    connections: ConnectionLimits = Field(default_factory=ConnectionLimits)
     push: PushPolicy = Field(default_factory=PushPolicy)
     extended_skills: list[Skill] = Field(
         default_factory=list,

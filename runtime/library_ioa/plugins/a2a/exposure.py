@@ -79,7 +79,9 @@ from library_ioa.plugins.a2a.server.fast_grpc import FastGrpcHandler
 from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
 from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
 from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck
+from library_ioa.plugins.a2a.server.grpc_guard import GrpcLimits
 from library_ioa.plugins.a2a.server.hot_lane import hot_lane
+from library_ioa.plugins.a2a.server.http_guard import HttpLimits
 from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
@@ -228,8 +230,13 @@ class A2AExposure:
             corrected = HttpAuth(corrected, authenticator)
         if tracing.on():  # the request's span, around everything (server/tracing.py)
             corrected = HttpTracing(corrected)
+        connections = endpoint.a2a.connections  # docs/security.md, Connection limits
         self._http = HttpListener(
-            corrected, self.bind_host, self._port, graceful_timeout=drain_timeout + 1
+            corrected,
+            self.bind_host,
+            self._port,
+            graceful_timeout=drain_timeout + 1,
+            limits=HttpLimits.from_options(connections),
         )
         self._grpc: GrpcListener | None = None
         if self._grpc_address is not None:
@@ -260,6 +267,7 @@ class A2AExposure:
                 servicers,
                 interceptors=interceptors,
                 options=grpc_options(endpoint.a2a.max_body_bytes),
+                limits=GrpcLimits.from_options(connections),
             )
 
     @property

@@ -26,6 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from library_ioa.plugins.a2a.server.http_guard import HttpLimits
 from library_ioa.plugins.a2a.server.listeners import HttpListener
 from library_ioa.plugins.a2a.server.metrics import render
 from library_ioa.plugins.mcp.agent_tools import add_agent_tools
@@ -70,11 +71,12 @@ class MCPExposure:
         add_agent_tools(self.server, agent_id, manifest, mailbox)
         self._add_probes(metrics_registries)
         app = self.server.streamable_http_app(streamable_http_path=MCP_PATH, host=self.bind_host)
-        self._http = HttpListener(
+        self._http = HttpListener(  # the same connection limits as an A2A door
             app,
             self.bind_host,
             advertised.port if port is None else port,
             graceful_timeout=drain_timeout + 1,
+            limits=HttpLimits.from_options(endpoint.a2a.connections),
         )
         self._stop = asyncio.Event()
         self._manager: asyncio.Task[None] | None = None

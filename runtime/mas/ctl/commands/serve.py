@@ -49,6 +49,7 @@ from library_ioa.plugins.a2a.server.listeners import (
     HttpListener,
     ListenError,
     event_loop_factory,
+    raise_open_file_limit,
 )
 from mas.ctl.documents import add_document_options, load_wired
 from mas.ctl.session.exposure import ExposureError, Listeners, bind_listeners
@@ -202,6 +203,7 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
     agent: str = args.agent
     door = wired.routes.listener(agent)
     bind_host = args.listen or parse_advertised_url((door.url if door else None) or "").host
+    raise_open_file_limit()  # the listeners' connection caps need the descriptors
     host = RuntimeHost.build(wired, [agent])
     metrics: HttpListener | None = None
     listeners: Listeners | None = None

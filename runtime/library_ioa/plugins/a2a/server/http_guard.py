@@ -60,6 +60,8 @@ from typing import Any, ClassVar
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from mas.infra.models import ConnectionLimits
+
 logger = logging.getLogger(__name__)
 
 REASONS = {
@@ -103,6 +105,18 @@ class HttpLimits:
                 f"HttpLimits.max_connections_per_client {self.max_connections_per_client!r}: "
                 "must be >= 1 (at or above max_connections: no cap per client)"
             )
+
+    @classmethod
+    def from_options(cls, options: ConnectionLimits) -> HttpLimits:
+        """The limits an endpoint's ``a2a.connections`` states (head sizes keep theirs)."""
+        return cls(
+            head_timeout=options.head_timeout_seconds,
+            body_timeout=options.body_timeout_seconds,
+            send_timeout=options.send_timeout_seconds,
+            keep_alive=options.idle_timeout_seconds,
+            max_connections=options.max_open,
+            max_connections_per_client=options.max_open_per_client,
+        )
 
 
 DEFAULT_HTTP_LIMITS = HttpLimits()

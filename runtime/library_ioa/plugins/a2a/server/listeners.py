@@ -7,7 +7,9 @@ hosts it (``mas-ctl serve``, a test) owns signals. Every HTTP listener (A2A with
 probes, metrics, a test's receiver) enforces its ``HttpLimits`` (``server/http_guard.py``):
 request-head size and count (431), head and body time (408), a response the client does
 not read (send time), keep-alive idle time and open connections, in all and per client
-(503).
+(503). The gRPC listener enforces its ``GrpcLimits`` (``server/grpc_guard.py``): open
+connections, handshake and idle time. :func:`raise_open_file_limit` lets a serving process
+use every file descriptor it is allowed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import socket
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
@@ -23,6 +26,11 @@ import grpc
 import uvicorn
 from starlette.types import ASGIApp
 
+from library_ioa.plugins.a2a.server.grpc_guard import (
+    DEFAULT_GRPC_LIMITS,
+    GrpcLimits,
+    grpc_connection_options,
+)
 from library_ioa.plugins.a2a.server.http_guard import (
     DEFAULT_HTTP_LIMITS,
     HttpLimits,
@@ -32,6 +40,25 @@ from library_ioa.plugins.a2a.server.http_guard import (
 logger = logging.getLogger(__name__)
 
 START_TIMEOUT = 15.0
+OPEN_FILES_CEILING = 1024 * 1024  # the soft limit asked for when the hard one is unlimited
+
+
+def raise_open_file_limit() -> tuple[int, int]:
+    """Raise this process's soft ``RLIMIT_NOFILE`` to its hard limit; the soft limit before
+    and after. A container's soft limit is often 1024 with a far higher hard one: the
+    listeners' caps (512 HTTP + 512 gRPC per agent, and the outgoing connections) need
+    more. Failing to raise it is logged, never fatal."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES_CEILING if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (OSError, ValueError) as exc:
+            logger.warning("cannot raise the open-files limit from %d to %d: %s", soft, wanted, exc)
+            return soft, soft
+        logger.info("open-files limit raised from %d to %d", soft, wanted)
+        return soft, wanted
+    return soft, soft
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -163,7 +190,8 @@ class HttpListener:
 
 
 class GrpcListener:
-    """A ``grpc.aio`` server with the servicers added by ``register(server)``."""
+    """A ``grpc.aio`` server with the servicers added by ``register(server)``, enforcing
+    ``limits``; ``options`` are further channel arguments (the message size)."""
 
     def __init__(
         self,
@@ -172,12 +200,15 @@ class GrpcListener:
         servicers: list[tuple[Any, Any]],
         interceptors: Sequence[Any] = (),
         options: Sequence[tuple[str, Any]] = (),
+        *,
+        limits: GrpcLimits = DEFAULT_GRPC_LIMITS,
     ) -> None:
         self.host = host
         self.requested_port = port
+        self.limits = limits
         self._servicers = servicers
         self._interceptors = list(interceptors)
-        self._options = list(options)
+        self._options = [*grpc_connection_options(limits), *options]
         self._server: grpc.aio.Server | None = None
         self.port = 0
 
