@@ -150,3 +150,36 @@ async def test_connections_past_the_limit_are_refused(control_dir: Path) -> None
         assert json.loads(refused) == {"ok": False, "error": "more than 2 connections"}
         for writer in held:
             writer.close()
+
+
+async def test_a_client_that_reads_no_reply_is_dropped_and_frees_its_slot(
+    control_dir: Path,
+) -> None:
+    # 300 agents with long ids: each ping reply is about 60 KB.
+    agents = {f"agent-{n:03d}-" + "a" * 190: Recorder() for n in range(300)}
+    async with ControlServer(agents, idle_timeout=0.5, max_connections=1) as server:
+        host, _, port = server.address.removeprefix("tcp://").rpartition(":")
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        writer.transport.pause_reading()  # reads nothing: the replies pile up on the server
+        ping = json.dumps({"op": "ping", "token": server.token}).encode() + b"\n"
+        writer.write(ping * 400)  # 400 requests: 24 MB of replies
+        [refused] = await exchange(server.address, b'{"op": "ping"}\n')
+        assert json.loads(refused) == {"ok": False, "error": "more than 1 connections"}
+        deadline = asyncio.get_running_loop().time() + STEP
+        while True:  # dropped after idle_timeout with its replies unread: the slot is free
+            [reply] = await exchange(server.address, ping)
+            if json.loads(reply)["ok"]:
+                break
+            assert asyncio.get_running_loop().time() < deadline, reply
+            await asyncio.sleep(0.05)
+        writer.transport.resume_reading()
+        got = b""
+        with contextlib.suppress(ConnectionError):
+            async with asyncio.timeout(STEP):
+                got = await reader.read(-1)
+        writer.close()
+    assert got.count(b"\n") < 400  # it never got every reply: the server dropped them

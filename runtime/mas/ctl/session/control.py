@@ -18,8 +18,10 @@ Wire protocol: one JSON object per line each way. A request carries ``token`` an
 A bad request gets ``{"ok": false, "error": "..."}`` naming the field, the value and what
 is accepted; a bad token closes the connection after the error. A request line is at most
 ``MAX_LINE`` bytes; a connection that sends no complete line for ``idle_timeout`` seconds
-(default 30) is closed, and past ``max_connections`` open ones (default 32) a new one gets
-an error and is closed. The server never crashes
+(default 30) is closed, so is one that reads none of a reply for as long (its buffered
+output is then dropped: at most the transport's 64 KiB and one reply), and past
+``max_connections`` open ones (default 32) a new one gets an error and is closed. The
+server never crashes
 on input. :class:`ControlClient` speaks the protocol; :func:`list_endpoints` reads the
 directory and deletes the files of processes that are gone.
 
@@ -206,6 +208,7 @@ class ControlServer:
                 await _send(
                     writer,
                     {"ok": False, "error": f"more than {self._max_connections} connections"},
+                    self._idle_timeout,
                 )
                 return
             while True:
@@ -216,14 +219,19 @@ class ControlServer:
                     return
                 except asyncio.LimitOverrunError:
                     await _send(
-                        writer, {"ok": False, "error": f"request longer than {MAX_LINE} bytes"}
+                        writer,
+                        {"ok": False, "error": f"request longer than {MAX_LINE} bytes"},
+                        self._idle_timeout,
                     )
                     return
                 reply, keep_open = await self._answer(line)
-                await _send(writer, reply)
+                await _send(writer, reply, self._idle_timeout)
                 if not keep_open:
                     return
         except (ConnectionError, asyncio.CancelledError):
+            return
+        except TimeoutError:  # a reply not read: drop what is buffered
+            writer.transport.abort()
             return
         finally:
             if task is not None:
@@ -338,9 +346,13 @@ def _text(request: Mapping[str, Any], key: str) -> str:
     return value
 
 
-async def _send(writer: asyncio.StreamWriter, payload: Mapping[str, Any]) -> None:
+async def _send(
+    writer: asyncio.StreamWriter, payload: Mapping[str, Any], timeout: float | None = None
+) -> None:
+    """Write one line; ``TimeoutError`` when the peer reads too little of it in ``timeout``."""
     writer.write(json.dumps(payload).encode() + b"\n")
-    await writer.drain()
+    async with asyncio.timeout(timeout):
+        await writer.drain()
 
 
 class ControlClient:
