@@ -219,6 +219,9 @@ def test_one_client_is_an_ipv4_address_or_an_ipv6_64() -> None:
     assert client_key("unix-peer") == "unix-peer"
     with pytest.raises(ValueError, match="max_connections_per_client"):
         HttpLimits(max_connections_per_client=0)
+    assert HttpLimits().per_client_cap == 256
+    assert HttpLimits(max_connections=100).per_client_cap == 50
+    assert HttpLimits(max_connections=1).per_client_cap == 1
     with pytest.raises(ValueError, match="body_timeout"):
         HttpLimits(body_timeout=0)
 

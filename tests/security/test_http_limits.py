@@ -143,7 +143,7 @@ async def test_an_idle_kept_alive_connection_is_closed() -> None:
 
 
 async def test_connections_past_the_limit_get_503() -> None:
-    async with listening(HttpLimits(max_connections=3)) as port:
+    async with listening(HttpLimits(max_connections=3, max_connections_per_client=3)) as port:
         held = []
         for _ in range(3):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)

@@ -321,12 +321,13 @@ class ConnectionLimits(Model):
         le=65536,
         description="Open HTTP connections of one listener; past it a new one gets 503.",
     )
-    max_open_per_client: int = Field(
-        default=256,
+    max_open_per_client: int | None = Field(
+        default=None,
         ge=1,
         le=65536,
         description="Open HTTP connections from one address (an IPv6 /64); past it a new one "
-        "gets 503, so no single client takes every slot.",
+        "gets 503, so no single client takes every slot. Default: half of max_open; "
+        "max_open or more: no cap per client.",
     )
     head_timeout_seconds: float = Field(
         default=20.0,

@@ -25,9 +25,10 @@ protocol with a guard, enforces what uvicorn cannot:
   (and never past the body deadline), then closes, so the client reads the answer rather
   than a reset and a body trickled in after it holds no slot;
 - a connection past ``max_connections`` open ones, or past ``max_connections_per_client``
-  open ones from the same address (an IPv6 address counts by its /64), is answered
-  **503** and closed at once, so no single client can take every slot and ``/healthz``
-  stays answerable to the others (the kubelet);
+  (default: half of ``max_connections``) open ones from the same address (an IPv6
+  address counts by its /64), is answered **503** and closed at once, so no single
+  client can take every slot and ``/healthz`` stays answerable to the others (the
+  kubelet);
 - a response that the client does not read: the transport buffers at most
   ``OUTPUT_HIGH_WATER`` bytes before the app's next ``send`` waits (uvicorn's flow
   control), plus the one message being written; a connection whose buffer stays above
@@ -85,7 +86,7 @@ class HttpLimits:
     send_timeout: float = 30.0
     keep_alive: float = 30.0
     max_connections: int = 512
-    max_connections_per_client: int = 256
+    max_connections_per_client: int | None = None  # None: half of max_connections
 
     def __post_init__(self) -> None:
         for name in (
@@ -100,11 +101,18 @@ class HttpLimits:
                 raise ValueError(f"HttpLimits.{name} {getattr(self, name)!r}: must be positive")
         if self.max_connections < 1:
             raise ValueError(f"HttpLimits.max_connections {self.max_connections!r}: must be >= 1")
-        if self.max_connections_per_client < 1:
+        if self.max_connections_per_client is not None and self.max_connections_per_client < 1:
             raise ValueError(
                 f"HttpLimits.max_connections_per_client {self.max_connections_per_client!r}: "
                 "must be >= 1 (at or above max_connections: no cap per client)"
             )
+
+    @property
+    def per_client_cap(self) -> int:
+        """``max_connections_per_client``, else half of ``max_connections`` (at least 1)."""
+        if self.max_connections_per_client is not None:
+            return self.max_connections_per_client
+        return max(1, self.max_connections // 2)
 
     @classmethod
     def from_options(cls, options: ConnectionLimits) -> HttpLimits:
@@ -171,11 +179,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             return
         key = client_key(self.client[0]) if self.client else ""
         held = self.per_client.get(key, 0)
-        if held >= self.limits.max_connections_per_client:
+        if held >= self.limits.per_client_cap:
             self._refuse(
                 503,
-                f"more than {self.limits.max_connections_per_client} connections are open "
-                "from this address",
+                f"more than {self.limits.per_client_cap} connections are open from this address",
             )
             return
         self.per_client[key] = held + 1
