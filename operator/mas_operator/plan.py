@@ -31,7 +31,7 @@ from mas.infra.incluster import (
     through_services,
 )
 from mas.infra.models import Application, Endpoint, SecretKeyRef
-from mas.infra.routes import Route
+from mas.infra.routes import Route, agent_auth
 from mas.infra.wiring import Wired, wire
 from mas.runtime.registry import default_registry
 from mas_operator.names import (
@@ -171,8 +171,9 @@ def _agent_plan(
         peer = _model_peer(model.params, model.type)
         if peer is not None:
             peers.append(peer)
-    if endpoint.a2a.auth is not None:  # inbound credentials, read by the runtime at start
-        secrets += [s.secret_key_ref for s in endpoint.a2a.auth.schemes if s.secret_key_ref]
+    auth = agent_auth(spec.endpoints, agent)  # inbound credentials, whichever door declares them
+    if auth is not None:  # read by the runtime at start, enforced on every door
+        secrets += [s.secret_key_ref for s in auth.schemes if s.secret_key_ref]
     store = endpoint.a2a.task_store  # the task store's URL and push key, when from Secrets
     secrets += [r for r in (store.url_secret_key_ref, store.push_config_key_secret_key_ref) if r]
     unique_secrets = {(ref.name, ref.key): ref for ref in secrets}

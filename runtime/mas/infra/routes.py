@@ -19,6 +19,10 @@ Hosting: an agent with a deployed endpoint gets a runtime of its own; the agents
 through in-process routes (private workers, transitively) run inside that runtime. One agent
 may have several deployed endpoints (doors), one per protocol: an endpoint with ``agent:``
 serves that agent under a key of its own.
+
+Auth: an agent has one inbound auth, the ``a2a.auth`` of its deployed doors
+(:func:`agent_auth`); every door of the agent enforces it, whichever row declares it.
+Validation refuses doors of one agent that declare different ones.
 """
 
 from __future__ import annotations
@@ -28,11 +32,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mas.infra.errors import MissingTarget, WiringError
-from mas.infra.models import Application, HeaderValue
+from mas.infra.models import A2AAuth, Application, Endpoint, HeaderValue
 
 LIBRARY_DEFAULT_AGENT_COMM = "local"
 
 RouteKind = Literal["local", "remote"]
+
+
+def doors_of(endpoints: Mapping[str, Endpoint], agent: str) -> list[tuple[str, Endpoint]]:
+    """The deployed endpoints (doors) serving ``agent``, keyed, in document order."""
+    return [(k, e) for k, e in endpoints.items() if e.deployed and e.served_agent(k) == agent]
+
+
+def agent_auth(endpoints: Mapping[str, Endpoint], agent: str) -> A2AAuth | None:
+    """The inbound auth every door of ``agent`` enforces: the first ``a2a.auth`` its doors
+    declare (validation has refused doors that declare different ones), else ``None``."""
+    return next((e.a2a.auth for _, e in doors_of(endpoints, agent) if e.a2a.auth), None)
 
 
 @dataclass(frozen=True)

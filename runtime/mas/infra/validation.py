@@ -32,6 +32,7 @@ from mas.infra.models import (
     CommSelector,
     Endpoint,
 )
+from mas.infra.routes import doors_of
 
 
 @dataclass(frozen=True)
@@ -264,6 +265,42 @@ def _protocol_problems(where: str, endpoint: Endpoint, known: KnownPlugins) -> l
     return []
 
 
+def _auth_problems(
+    endpoints: Mapping[str, Endpoint], agents: Collection[str], known: KnownPlugins
+) -> list[Problem]:
+    """``a2a.auth``: the inbound auth of an agent, one for all its doors (A2A and MCP)."""
+    problems = []
+    for key, endpoint in endpoints.items():
+        tool_server = (
+            endpoint.protocol in known.tool_source
+            and endpoint.protocol not in known.agent_comm
+            and not endpoint.deployed
+        )
+        if endpoint.a2a.auth is not None and tool_server:
+            problems.append(
+                Problem(
+                    f"spec.endpoints.{key}.a2a.auth",
+                    "is the inbound auth of a deployed door; a tool server (usage use) is "
+                    "called, not served: give its credentials in headers (e.g. "
+                    "Authorization: {secret_key_ref: ...}); accepted here: no a2a.auth",
+                )
+            )
+    for agent in sorted(agents):
+        declared = [(k, e.a2a.auth) for k, e in doors_of(endpoints, agent) if e.a2a.auth]
+        for key, auth in declared:
+            others = [k for k, other in declared if other != auth]
+            if others:
+                problems.append(
+                    Problem(
+                        f"spec.endpoints.{key}.a2a.auth",
+                        f"differs from {', '.join(f'spec.endpoints.{o}.a2a.auth' for o in others)}"
+                        f"; every door of agent {agent!r} enforces one auth: declare it on one "
+                        "of its doors, or the same on each",
+                    )
+                )
+    return problems
+
+
 def _door_problems(
     where: str, key: str, endpoint: Endpoint, agents: Collection[str]
 ) -> list[Problem]:
@@ -436,6 +473,7 @@ def check_application(
             cards=cards,
             doors=doors,
         )
+    problems += _auth_problems(spec.endpoints, agents, known)
     for (agent, protocol), owners in doors.items():
         if len(owners) > 1:
             problems += [

@@ -10,6 +10,15 @@ under the one-card-per-port rule) serves, on the official SDK's ``MCPServer`` (`
 
 Built by :func:`mas.ctl.session.exposure.bind_listeners` with the same arguments as the A2A
 exposure; the A2A-only ones (``grpc``, ``push_url_validator``) do not apply and are ignored.
+With the agent's ``a2a.auth`` (every door of an agent enforces its one auth, whichever
+endpoint row declares it) every request but the probes and ``/metrics`` must present one of
+its credentials, exactly as on the A2A door (the same
+:class:`~library_ioa.plugins.a2a.server.auth.HttpAuth`): without one, HTTP 401 with the
+``WWW-Authenticate`` challenge and a JSON-RPC error (-32600) before the MCP server reads
+the request. The scheme that matched is the principal; the ``session`` a tool call names
+is that principal's own (:func:`~library_ioa.plugins.a2a.server.principals.owned_session`),
+as a ``contextId`` is on the A2A door.
+
 The bind host is distinct from the advertised URL, as for A2A. On a loopback bind host the
 SDK's DNS-rebinding protection is on (only loopback ``Host`` and ``Origin`` headers).
 """
@@ -26,6 +35,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from library_ioa.plugins.a2a.server.auth import Authenticator, HttpAuth, resolve_credentials
 from library_ioa.plugins.a2a.server.http_guard import HttpLimits
 from library_ioa.plugins.a2a.server.listeners import HttpListener
 from library_ioa.plugins.a2a.server.metrics import render
@@ -36,6 +46,7 @@ from mas.infra.models import AgentManifest, Endpoint
 logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
+PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 class MCPExposure:
@@ -62,6 +73,8 @@ class MCPExposure:
         advertised = parse_advertised_url(self.url)
         self.bind_host = bind_host or advertised.host
         self._accepting = False
+        auth = endpoint.a2a.auth
+        authenticator = Authenticator(resolve_credentials(agent_id, auth)) if auth else None
         self.server = MCPServer(
             manifest.metadata.name or agent_id,
             description=manifest.spec.description or manifest.metadata.description,
@@ -70,7 +83,17 @@ class MCPExposure:
         )
         add_agent_tools(self.server, agent_id, manifest, mailbox)
         self._add_probes(metrics_registries)
-        app = self.server.streamable_http_app(streamable_http_path=MCP_PATH, host=self.bind_host)
+        app: Any = self.server.streamable_http_app(
+            streamable_http_path=MCP_PATH, host=self.bind_host
+        )
+        if authenticator is not None:  # outermost: nothing is read before authentication
+            app = HttpAuth(
+                app,
+                authenticator,
+                rpc_path=MCP_PATH,
+                public_paths=PROBE_PATHS,
+                hint="present a credential of the agent's a2a.auth (as on its A2A door)",
+            )
         self._http = HttpListener(  # the same connection limits as an A2A door
             app,
             self.bind_host,

@@ -6,7 +6,9 @@ deployed (``usage: deploy`` or ``use-and-deploy``); ``usage: use`` rows are clie
 only and never open a listener. Listen URLs come from the Application endpoints; the bind
 host may differ (``0.0.0.0`` in a pod). The ingress adapter is chosen through the registry
 (category ``agent_expose``, by the endpoint's ``protocol``: ``a2a``, or ``mcp`` for an MCP
-door). One agent may have several doors, one per protocol (:func:`bind_listeners`).
+door). One agent may have several doors, one per protocol (:func:`bind_listeners`), and
+every door enforces the agent's one inbound auth (:func:`mas.infra.routes.agent_auth`),
+whichever of its rows declares it.
 
 Only ``mas-ctl serve`` passes ``grpc=True``: it is the only path that starts the gRPC
 listener. Without it, the adapter gets the endpoint without ``a2a.grpc_port``/``grpc_url``,
@@ -23,7 +25,8 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from mas.ctl.session.host import RuntimeHost
-from mas.infra.models import Endpoint
+from mas.infra.models import A2AAuth, Endpoint
+from mas.infra.routes import agent_auth
 from mas.infra.wiring import Wired
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.registry import Registry, default_registry
@@ -100,6 +103,13 @@ def without_grpc(endpoint: Endpoint) -> Endpoint:
     return endpoint.model_copy(update={"a2a": a2a})
 
 
+def with_agent_auth(endpoint: Endpoint, auth: A2AAuth | None) -> Endpoint:
+    """``endpoint`` enforcing its agent's auth, whichever door declares it."""
+    if auth is None or endpoint.a2a.auth == auth:
+        return endpoint
+    return endpoint.model_copy(update={"a2a": endpoint.a2a.model_copy(update={"auth": auth})})
+
+
 def deployed_agents(wired: Wired, host: RuntimeHost) -> list[str]:
     """The hosted agents with a deployed endpoint (a door), in hosting order."""
     served = {item.agent for item in wired.routes.listeners}
@@ -145,7 +155,7 @@ async def bind_listeners(
                         registry,
                         agent,
                         key,
-                        endpoints[key],
+                        with_agent_auth(endpoints[key], agent_auth(endpoints, agent)),
                         host,
                         bind_host=bind_host,
                         grpc=grpc,

@@ -211,8 +211,10 @@ class HttpAuth:
         *,
         rpc_path: str = "/",
         public_paths: Iterable[str] = PUBLIC_PATHS,
+        hint: str = "see the card's securitySchemes",
     ) -> None:
         self.app = app
+        self.hint = hint
         self.authenticator = authenticator
         self.rpc_path = rpc_path
         self.public_paths = frozenset(public_paths)
@@ -240,7 +242,7 @@ class HttpAuth:
         reason = "missing credentials" if missing else "invalid credentials"
         path = scope.get("path", "")
         logger.info("A2A request to %s refused: %s", path, reason)
-        message = f"authentication required ({reason}); see the card's securitySchemes"
+        message = f"authentication required ({reason}); {self.hint}"
         payload: dict[str, Any]
         if path == self.rpc_path:
             payload = {
