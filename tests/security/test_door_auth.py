@@ -1,5 +1,6 @@
-"""Every door of an agent enforces its one ``a2a.auth``: the MCP door refuses what the A2A
-door refuses (401 with the challenge)."""
+"""Every door of an agent enforces its one ``a2a.auth``, and a conversation belongs to its
+principal: the MCP door refuses what the A2A door refuses (401 with the challenge), and a
+``contextId`` (or MCP ``session``) another principal uses is a conversation of its own."""
 
 from __future__ import annotations
 
@@ -201,7 +202,64 @@ async def test_the_mcp_door_refuses_what_the_a2a_door_refuses(desk: Desk, creds:
             "status": "completed",
             "text": "heard: hello",
         }
-    assert await desk.history("s") == ["hello", "heard: hello"] * 2  # the refused call: none
+    assert await desk.history("bearer/s") == ["hello", "heard: hello"]
+    assert await desk.history("apiKey/s") == ["hello", "heard: hello"]
+    assert await desk.history("s") == []  # the refused call ran no turn
+
+
+async def test_a_conversation_belongs_to_the_principal_that_uses_it(
+    desk: Desk, creds: Secrets
+) -> None:
+    first_chunk = asyncio.Event()
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        first_chunk.set()
+
+    async with asyncio.timeout(STEP * 3), mcp_client(desk.mcp, bearer(creds)) as alice:
+        held = asyncio.create_task(
+            alice.call_tool(
+                "ask", {"message": "story", "session": "shared"}, progress_callback=progress
+            )
+        )
+        await first_chunk.wait()  # A's turn on 'shared' is running, held after "one "
+        # B names A's context on every transport and door: its own conversation, at once
+        # (it does not queue behind A's held turn), under the id it named.
+        plain = await a2a_send(desk.a2a, api_key(creds), "b over json-rpc", "shared")
+        assert "heard: b over json-rpc" in texts_of(plain)
+        assert context_ids_of(plain) == {"shared"}
+        streamed = await a2a_stream(desk.a2a, api_key(creds), "b streaming", "shared")
+        assert "heard: b streaming" in "".join(texts_of(streamed))
+        assert context_ids_of(streamed) == {"shared"}
+        rest = await rest_send(desk.a2a, api_key(creds), "b over rest", "shared")
+        assert "heard: b over rest" in texts_of(rest)
+        async with mcp_client(desk.mcp, api_key(creds)) as bob:
+            over_mcp = await bob.call_tool("ask", {"message": "b over mcp", "session": "shared"})
+        assert over_mcp.structured_content is not None
+        assert over_mcp.structured_content["session"] == "shared"
+        assert not held.done()
+        assert await desk.history("apiKey/shared") == [
+            "b over json-rpc",
+            "heard: b over json-rpc",
+            "b streaming",
+            "heard: b streaming",
+            "b over rest",
+            "heard: b over rest",
+            "b over mcp",
+            "heard: b over mcp",
+        ]
+        desk.release.touch()
+        result = await held
+    assert result.structured_content is not None
+    assert result.structured_content["text"] == "one two three four five six"
+    # A's own conversation holds only A's turns; A goes on with it over A2A.
+    reply = await a2a_send(desk.a2a, bearer(creds), "a again", "shared")
+    assert "heard: a again" in texts_of(reply)
+    assert await desk.history("bearer/shared") == [
+        "story",
+        "one two three four five six",
+        "a again",
+        "heard: a again",
+    ]
 
 
 def test_doors_of_one_agent_with_different_auth_are_refused(creds: Secrets) -> None:

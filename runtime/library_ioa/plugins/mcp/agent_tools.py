@@ -5,8 +5,9 @@ Tools (written against ``mcp`` 2.3):
 - ``ask``: ``message`` (required) and ``session`` (optional). The turn is queued on the same
   :class:`~mas.ctl.session.mailbox.SessionTurnMailbox` as the agent's A2A door, so MCP and
   A2A callers share one ordering and one history per session: an MCP ``session`` is the
-  A2A ``contextId`` of the same agent. Without ``session`` a new one is made; the result
-  names it (``structuredContent.session``) so the caller can continue it.
+  A2A ``contextId`` of the same agent, and under ``a2a.auth`` it is the caller's own as a
+  ``contextId`` is (``principals.owned_session``). Without ``session`` a new one is made;
+  the result names it (``structuredContent.session``) so the caller can continue it.
 - one tool per skill of the agent, named by the skill id (characters outside
   ``[A-Za-z0-9_.-]`` become ``_``; a skill whose name is taken is left to ``ask``), with
   the same arguments; the skill id travels in the turn's metadata (``mas.skill``).
@@ -49,6 +50,7 @@ from mcp_types import (
     TextContent,
 )
 
+from library_ioa.plugins.a2a.server.principals import Principal, owned_session
 from mas.infra.models import AgentManifest
 from mas.runtime.errors import MailboxError
 from mas.runtime.turns import (
@@ -124,7 +126,8 @@ async def run_turn(
     """One turn on the mailbox, progress while it streams, the result as MCP content."""
     session_id = session or f"mcp-{uuid.uuid4().hex[:16]}"
     metadata = {SKILL_METADATA_KEY: skill} if skill else {}
-    turn = TurnInput(session_id, f"mcp-{uuid.uuid4().hex[:16]}", message, metadata=metadata)
+    owned = owned_session(caller_of(ctx), session_id)  # the caller's own, as a contextId is
+    turn = TurnInput(owned, f"mcp-{uuid.uuid4().hex[:16]}", message, metadata=metadata)
     try:
         ticket = mailbox.submit(turn)
     except MailboxError as exc:
@@ -149,6 +152,13 @@ async def run_turn(
         raise
     before = "".join(streamed[getattr(ticket, "discarded", 0) :])
     return _result(session_id, ended, artifacts, before)
+
+
+def caller_of(ctx: Context) -> str:
+    """The principal ``HttpAuth`` put on the HTTP request of this call (``""``: none)."""
+    scope = getattr(ctx.request_context.request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    return user.user_name if isinstance(user, Principal) else ""
 
 
 def _progress_text(event: TextDelta | Delegated) -> str:

@@ -2,7 +2,8 @@
 
 Mapping (the spec's "Task lifecycle"):
 
-- ``contextId`` is the session id (the SDK generates one when the client sends none);
+- ``contextId`` is the session id (the SDK generates one when the client sends none),
+  the caller's own under ``a2a.auth`` (``principals.owned_session``);
   ``messageId`` (falling back to the task id) is the turn id; ``mas.caller_call_id``,
   ``mas.correlation_id`` and ``mas.delegation_depth`` are copied from the message metadata
   into ``TurnInput.metadata``.
@@ -52,6 +53,7 @@ from a2a.types import (
 from a2a.utils.errors import UnsupportedOperationError
 
 from library_ioa.plugins.a2a.parts import data_of, mas_metadata
+from library_ioa.plugins.a2a.server.principals import owned_session, owner_of
 from library_ioa.plugins.a2a.server.publisher import TurnPublisher, TurnTicketLike
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import (
@@ -187,7 +189,8 @@ class MasLabAgentExecutor(AgentExecutor):
             await run.start_task()
         else:
             try:
-                ticket = self._mailbox.submit(turn_from_message(message, context_id, task_id))
+                session_id = owned_session(owner_of(context.call_context), context_id)
+                ticket = self._mailbox.submit(turn_from_message(message, session_id, task_id))
             except RuntimeFailure as exc:
                 logger.warning("agent %s refused a turn of %s: %s", self.agent_id, context_id, exc)
                 await run.refuse(str(exc))

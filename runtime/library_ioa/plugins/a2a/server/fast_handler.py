@@ -79,6 +79,7 @@ from library_ioa.plugins.a2a.server.fast_stream import Event, Listener, StreamRu
 from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
 from library_ioa.plugins.a2a.server.ids import random_uuid
+from library_ioa.plugins.a2a.server.principals import owned_session, owner_of
 from library_ioa.plugins.a2a.server.publisher import QuickAnswer, TurnTicketLike, quick_answer
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import TextDelta, TurnEnded, TurnEvent, TurnInput
@@ -210,28 +211,31 @@ class FastSendHandler(CountingRequestHandler):
         # The ids the SDK's RequestContext would generate (UUIDGenerator).
         task_id = random_uuid()
         context_id = message.context_id or random_uuid()
-        turn = turn_from_message(message, context_id, task_id)
-        answer = await self._answer(turn, params, context, task_id)
+        turn = turn_from_message(message, owned_session(owner_of(context), context_id), task_id)
+        answer = await self._answer(turn, context_id, params, context, task_id)
         return quick_answer(context_id, answer) if isinstance(answer, str) else answer
 
     async def _plain_send(self, plain: PlainSend, context: Any) -> Any:
         # Plain params pass every check of _send: each required field is set, there is no
         # configuration, and no part names a media type (codec.read_plain_send).
         context_id = plain.context_id or random_uuid()
-        turn = TurnInput(context_id, plain.message_id, plain.text)  # turn_from_message's
-        answer = await self._answer(turn, plain, context)
+        session_id = owned_session(owner_of(context), context_id)
+        turn = TurnInput(session_id, plain.message_id, plain.text)  # turn_from_message's
+        answer = await self._answer(turn, context_id, plain, context)
         return QuickAnswer(random_uuid(), context_id, answer) if isinstance(answer, str) else answer
 
     async def _answer(
         self,
         turn: TurnInput,
+        context_id: str,
         params: SendMessageRequest | PlainSend,
         context: Any,
         task_id: str | None = None,
     ) -> Any:
         """The text of the turn's quick answer, else what the blocking send answers: the
-        task of the adopted turn (``task_id``, or a new one), or the SDK's when the mailbox
-        refuses the turn."""
+        task of the adopted turn (``task_id``, or a new one, in ``context_id``: the turn's
+        session is the caller's own, see ``principals.owned_session``), or the SDK's when the
+        mailbox refuses the turn."""
         assert self._mailbox is not None
         try:
             ticket = self._mailbox.submit(turn)
@@ -245,7 +249,7 @@ class FastSendHandler(CountingRequestHandler):
             raise
         if isinstance(answer, str):
             return answer
-        adopted = AdoptedTurn(task_id or random_uuid(), turn.session_id, answer)
+        adopted = AdoptedTurn(task_id or random_uuid(), context_id, answer)
         context.state[ADOPTED_STATE] = adopted
         return await self._blocking_run(_request(params), context)
 

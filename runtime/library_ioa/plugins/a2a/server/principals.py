@@ -12,6 +12,14 @@ with its ``taskId``, and the push-config methods: attach, get, list, delete) is 
 nothing to anyone else.
 
 Without ``a2a.auth`` every request is the same anonymous principal (user name ``""``).
+
+A conversation is owned the same way (:func:`owned_session`): the session a ``contextId``
+(or an MCP ``session``) names is the caller's own. Under ``a2a.auth`` the session id is the
+principal's name and the context id (``bearer/ctx-1``), so another principal naming the
+same context id gets a conversation of its own, exactly as if the id were new: it never
+joins, reads or queues behind the other's, and learns nothing of it. Every door of an
+agent (A2A on each transport, MCP) keys the mailbox, the history and the stored
+conversation by it, so ownership survives a restart with the durable stores.
 """
 
 from __future__ import annotations
@@ -23,6 +31,28 @@ from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContex
 
 if TYPE_CHECKING:  # auth.py imports this module
     from library_ioa.plugins.a2a.server.auth import Authenticator
+
+
+SESSION_SEPARATOR = "/"
+
+
+def owned_session(owner: str, context_id: str) -> str:
+    """The session id of ``context_id`` for the principal ``owner``.
+
+    The anonymous principal (``""``: no ``a2a.auth``) keeps the context id as it is; a
+    principal's sessions are ``<owner>/<context id>``. Principal names are scheme ids
+    (``bearer``, ``apiKey2``), which hold no ``/``, and under ``a2a.auth`` every caller is a
+    named principal, so two principals' sessions never share an id.
+    """
+    return f"{owner}{SESSION_SEPARATOR}{context_id}" if owner else context_id
+
+
+def owner_of(context: Any) -> str:
+    """The principal's name of a ``ServerCallContext`` (``""``: anonymous or unknown)."""
+    user = getattr(context, "user", None)
+    if user is None or not getattr(user, "is_authenticated", False):
+        return ""
+    return str(getattr(user, "user_name", "") or "")
 
 
 class Principal(User):
