@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pg_server import Postgres, binaries, running_postgres
@@ -17,8 +18,7 @@ from pg_server import Postgres, binaries, running_postgres
 _names = itertools.count()
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[Postgres]:
+def _binaries() -> Path:
     bin_dir = binaries()
     if bin_dir is None:
         message = (
@@ -28,7 +28,20 @@ def postgres() -> Iterator[Postgres]:
         if os.environ.get("MAS_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"MAS_REQUIRE_POSTGRES=1 but {message}")
         pytest.skip(message)
-    with running_postgres(bin_dir) as server:
+    return bin_dir
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    with running_postgres(_binaries()) as server:
+        yield server
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[Postgres]:
+    """A server of this test's own, which it may stop and start (an outage)."""
+    with running_postgres(_binaries()) as server:
+        server.create_database("outage")
         yield server
 
 

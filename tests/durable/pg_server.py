@@ -12,12 +12,13 @@ import contextlib
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 START_DEADLINE = 60.0
@@ -43,12 +44,59 @@ def _free_port() -> int:
 
 @dataclass
 class Postgres:
-    """A running server: ``url(db)`` is an asyncpg URL on 127.0.0.1."""
+    """A running server: ``url(db)`` is an asyncpg URL on 127.0.0.1.
+
+    :meth:`stop` and :meth:`start` take it away and bring it back on the same port and data
+    (an outage as clients see it: connections refused, open ones closed).
+    """
 
     port: int
     user: str
     bin: Path
     run_as: list[str]
+    command: list[str] = field(default_factory=list)
+    log_path: Path | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait (with a deadline) until it accepts connections."""
+        assert self.log_path is not None
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + START_DEADLINE
+        while True:
+            ready = subprocess.run(
+                [
+                    str(self.bin / "pg_isready"),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "-U",
+                    self.user,
+                ],
+                check=False,
+                capture_output=True,
+                timeout=10,
+            )
+            if ready.returncode == 0:
+                return
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "PostgreSQL did not become ready: "
+                    + self.log_path.read_text(errors="replace")[-2000:]
+                )
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Fast shutdown (SIGINT: open sessions are ended), waited for."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
 
     def url(self, database: str) -> str:
         return f"postgresql+asyncpg://{self.user}@127.0.0.1:{self.port}/{database}"
@@ -90,7 +138,7 @@ def running_postgres(bin_dir: Path) -> Iterator[Postgres]:
         entry = pwd.getpwnam("postgres")
         for path in (base, sockets):
             os.chown(path, entry.pw_uid, entry.pw_gid)
-    process: subprocess.Popen[bytes] | None = None
+    server: Postgres | None = None
     try:
         subprocess.run(
             [
@@ -111,55 +159,26 @@ def running_postgres(bin_dir: Path) -> Iterator[Postgres]:
             timeout=120,
         )
         port = _free_port()
-        log = open(base / "postgres.log", "wb")  # noqa: SIM115 - closed below
-        process = subprocess.Popen(
-            [
-                *run_as,
-                str(bin_dir / "postgres"),
-                "-D",
-                str(data),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-k",
-                str(sockets),
-                "-c",
-                "fsync=off",
-                "-c",
-                "max_connections=200",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        server = Postgres(port, user, bin_dir, run_as)
-        deadline = time.monotonic() + START_DEADLINE
-        while True:
-            ready = subprocess.run(
-                [str(bin_dir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-U", user],
-                check=False,
-                capture_output=True,
-                timeout=10,
-            )
-            if ready.returncode == 0:
-                break
-            if process.poll() is not None or time.monotonic() > deadline:
-                log.close()
-                raise RuntimeError(
-                    "PostgreSQL did not become ready: "
-                    + (base / "postgres.log").read_text(errors="replace")[-2000:]
-                )
-            time.sleep(0.1)
-        try:
-            yield server
-        finally:
-            log.close()
+        command = [
+            *run_as,
+            str(bin_dir / "postgres"),
+            "-D",
+            str(data),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-k",
+            str(sockets),
+            "-c",
+            "fsync=off",
+            "-c",
+            "max_connections=200",
+        ]
+        server = Postgres(port, user, bin_dir, run_as, command, base / "postgres.log")
+        server.start()
+        yield server
     finally:
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        if server is not None:
+            server.stop()
         shutil.rmtree(base, ignore_errors=True)
