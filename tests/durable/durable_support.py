@@ -27,16 +27,24 @@ from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.server.stores import build_task_stores
 from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest, Endpoint, TaskStoreOptions
-from mas.runtime.turns import ArtifactEmitted, TurnEnded, TurnEvent, TurnInput
+from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded, TurnEvent, TurnInput
 
 
 @dataclass
 class QuietRunner(ScriptRunner):
     """The A2A tests' runner plus ``late GATE TEXT``: waits for the gate, then emits one
-    artifact and ends ``completed`` with TEXT (no streamed text)."""
+    artifact and ends ``completed`` with TEXT (no streamed text); and ``hold GATE TEXT``:
+    streams TEXT, then waits for the gate and ends ``completed`` with TEXT."""
 
     async def run(self, turn: TurnInput) -> AsyncIterator[TurnEvent]:  # type: ignore[override]
         command, _, rest = turn.text.partition(" ")
+        if command == "hold":
+            gate, _, text = rest.partition(" ")
+            yield TextDelta(text)
+            self.started[gate].set()
+            await self.gates[gate].wait()
+            yield TurnEnded("completed", text=text)
+            return
         if command != "late":
             async for event in super().run(turn):
                 yield event

@@ -14,6 +14,13 @@ at start-up those of this replica id (its previous incarnation), later those of 
 whose lease has run out. The FAILED status is written with its event, so
 subscribers on other replicas see the end too. A task waiting for input is not failed
 (its turn ended); its run row is dropped, and the replica that takes the answer claims it.
+
+A task whose write this replica could not make (the database refused or was gone: the
+SDK has then ended the task's stream with the error, so nothing will write it again) is
+noted (:meth:`RunBook.broke`). :meth:`RunBook.recover`, run by the live process on every
+heartbeat, writes those tasks FAILED with :data:`STORE_FAILED` (and the event, so
+subscribers anywhere see the end) and drops their run rows as soon as the database takes
+writes again, so an outage leaves no task WORKING and no row held by a live replica.
 """
 
 from __future__ import annotations
@@ -36,6 +43,10 @@ logger = logging.getLogger(__name__)
 LOST_TURN = (
     "the runtime process running this task's turn stopped (crash or restart) before the "
     "turn ended; the turn is lost: send the message again"
+)
+STORE_FAILED = (
+    "the task store could not save this task while its turn ran (the database was "
+    "unavailable); the turn's result is lost: send the message again"
 )
 _INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 _TERMINAL = frozenset(
@@ -66,8 +77,8 @@ RUNS = Table(
 )
 
 
-def lost_turn_task(task: Task) -> tuple[Task, TaskStatusUpdateEvent]:
-    """``task`` moved to FAILED with :data:`LOST_TURN`, and the event that says so."""
+def lost_turn_task(task: Task, reason: str = LOST_TURN) -> tuple[Task, TaskStatusUpdateEvent]:
+    """``task`` moved to FAILED with ``reason`` (:data:`LOST_TURN`), and the event."""
     failed = Task()
     failed.CopyFrom(task)
     if failed.status.HasField("message"):
@@ -79,7 +90,7 @@ def lost_turn_task(task: Task) -> tuple[Task, TaskStatusUpdateEvent]:
             message_id=f"lost-{task.id}",
             task_id=task.id,
             context_id=task.context_id,
-            parts=[Part(text=LOST_TURN)],
+            parts=[Part(text=reason)],
         ),
     )
     status.timestamp.FromDatetime(datetime.now(UTC))
@@ -98,6 +109,7 @@ class RunBook:
         self.agent_id = agent_id
         self.replica_id = ""
         self._claimed: set[str] = set()
+        self._broken: dict[str, str] = {}  # task id -> owner: writes the store refused
 
     async def start(self, replica_id: str) -> None:
         """Create the tables and announce this replica."""
@@ -156,6 +168,20 @@ class RunBook:
                     )
         self._claimed.add(task_id)
 
+    def broke(self, task_id: str, owner: str, *, terminal: bool) -> None:
+        """A write of ``task_id`` failed in the store: its turn's result is lost.
+
+        Noted for a task this replica runs (or was claiming: a non-terminal write), not
+        for a terminal write of another replica's task (a cancel), whose turn goes on there.
+        """
+        if task_id in self._claimed or not terminal:
+            self._broken[task_id] = owner
+
+    @property
+    def broken(self) -> frozenset[str]:
+        """The tasks whose write failed, not yet failed in the store."""
+        return frozenset(self._broken)
+
     def forget(self, task_id: str) -> None:
         """``task_id`` waits for input: whichever replica takes the answer claims it again."""
         self._claimed.discard(task_id)
@@ -165,6 +191,7 @@ class RunBook:
         self._claimed.discard(task_id)
         async with self._sessions.begin() as session:
             await session.execute(delete(RUNS).where(RUNS.c.task_id == task_id))
+        self._broken.pop(task_id, None)
 
     async def _orphans(self, *, starting: bool) -> list[tuple[str, str]]:
         """(task id, owner) of the runs whose replica is gone."""
@@ -190,6 +217,35 @@ class RunBook:
             elif seen_at is None or seen_at + lease < now:
                 orphans.append((task_id, owner))
         return orphans
+
+    async def recover(self, store: VersionedTaskStore) -> int:
+        """Fail the tasks whose write failed here (:meth:`broke`); how many were failed.
+
+        Raises the store's error while the database is still away: the next heartbeat
+        tries again.
+        """
+        failed = 0
+        for task_id, owner in list(self._broken.items()):
+            if await self._fail(store, task_id, owner, STORE_FAILED):
+                failed += 1
+            await self.release(task_id)
+        return failed
+
+    async def _fail(self, store: VersionedTaskStore, task_id: str, owner: str, reason: str) -> bool:
+        """Write ``task_id`` FAILED with ``reason`` unless it ended or waits for input."""
+        context = ServerCallContext(user=Principal(owner))
+        stored = await store.get(task_id, context)
+        if stored is None or stored.task.status.state in (_TERMINAL | _INTERRUPTED):
+            return False
+        task, event = lost_turn_task(stored.task, reason)
+        try:
+            await store.save(
+                task, event=event, prev=stored.task, prev_version=stored.version, context=context
+            )
+        except ConcurrentTaskModificationError:
+            return False  # another writer (its replica, a sweeper, a cancel) wrote first
+        logger.warning("task %s: %s", task_id, reason)
+        return True
 
     async def sweep(self, store: VersionedTaskStore, *, starting: bool) -> int:
         """Fail the tasks of gone replicas; how many were failed."""

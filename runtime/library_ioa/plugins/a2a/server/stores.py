@@ -32,6 +32,9 @@ Rules every variant keeps:
   longer than their lease (``$MAS_TASK_LEASE_SECONDS``, default 20; the heartbeat is a
   quarter of it). Such a task ends FAILED with a message saying its turn was lost.
   Tasks waiting for input are left as they are (their turn has ended).
+  A task whose write the database refused (an outage) has had its stream ended with
+  the error; every heartbeat, once the database takes writes again, the replica writes
+  those tasks FAILED and drops their run rows (``RunBook.recover``).
 
 The replica id is ``$MAS_REPLICA_ID``, else ``<hostname>:<port>`` (in a pod the hostname
 is the pod name, which a container restart keeps).
@@ -73,6 +76,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from library_ioa.plugins.a2a.server.final_state import (
     FinalStateTaskStore,
     FinalStateVersionedStore,
+    GuardedEventStream,
     refuses,
 )
 from library_ioa.plugins.a2a.server.memory_store import BoundedMemoryTaskStore
@@ -169,6 +173,13 @@ class TaskStores:
                         self.agent_id,
                         lost,
                     )
+                refused = await self.runs.recover(self.inner_store())
+                if refused:
+                    logger.warning(
+                        "agent %s: %d task(s) whose write the task store refused are now failed",
+                        self.agent_id,
+                        refused,
+                    )
             except (SQLAlchemyError, OSError) as exc:
                 logger.warning(
                     "agent %s: task store heartbeat failed: %s", self.agent_id, _reason(exc)
@@ -197,8 +208,11 @@ async def _initialize(stores: TaskStores) -> None:
     inner = stores.inner_store()
     if isinstance(inner, VersionedDatabaseTaskStore):
         await inner.initialize()
-    if isinstance(stores.event_stream, DatabaseTaskEventStream):
-        await stores.event_stream.initialize()
+    stream = stores.event_stream
+    if isinstance(stream, GuardedEventStream):
+        stream = stream.inner
+    if isinstance(stream, DatabaseTaskEventStream):
+        await stream.initialize()
     if isinstance(stores.push_config_store, DatabasePushNotificationConfigStore):
         await stores.push_config_store.initialize()
     if stores.engine is not None:  # only a database store has loaded the SQL history
@@ -349,7 +363,7 @@ def build_task_stores(
         agent_id,
         FinalStateVersionedStore(VersionedDatabaseTaskStore(engine), runs),
         push_store,
-        DatabaseTaskEventStream(engine, poll_interval_s=event_poll),
+        GuardedEventStream(DatabaseTaskEventStream(engine, poll_interval_s=event_poll)),
         engine,
         shown,
         heartbeat,
