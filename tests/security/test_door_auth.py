@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -287,3 +288,34 @@ def test_auth_on_a_tool_server_is_refused_naming_headers() -> None:
         refused.value
     )
     assert "headers" in str(refused.value)
+
+
+async def test_a_stored_conversation_stays_its_principals_across_a_restart(
+    creds: Secrets, tmp_path: Path
+) -> None:
+    db = tmp_path / "tasks.db"
+    a2a = f"http://127.0.0.1:{free_port()}"
+    store = {"type": "sql", "url": f"sqlite+aiosqlite:///{db}"}
+    doc = application(
+        {"desk": {"model": scripted(default="heard: {input}")}},
+        {"desk": {"url": a2a, "usage": "deploy", "a2a": {"auth": AUTH, "task_store": store}}},
+    )
+    for run in ("before", "after"):  # the second process reads what the first stored
+        process = SessionProcess(wire(doc), control=False)
+        await process.start()
+        try:
+            await a2a_send(a2a, bearer(creds), f"a {run}", "shared")
+            await a2a_send(a2a, api_key(creds), f"b {run}", "shared")
+        finally:
+            await process.aclose(drain=False)
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute(
+            "select session_id, body from mas_conversation_messages order by session_id, seq"
+        ).fetchall()
+    stored: dict[str, list[str]] = {}
+    for session, body in rows:
+        stored.setdefault(session, []).append(json.loads(body)["content"])
+    assert stored == {
+        "apiKey/shared": ["b before", "heard: b before", "b after", "heard: b after"],
+        "bearer/shared": ["a before", "heard: a before", "a after", "heard: a after"],
+    }
