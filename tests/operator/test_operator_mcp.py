@@ -75,3 +75,22 @@ def test_tool_servers_get_egress_and_their_header_secrets() -> None:
     env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
     variable = secret_env_name(SecretKeyRef(**TOKEN))
     assert any(item["name"] == variable for item in env)
+
+
+def test_auth_declared_on_the_mcp_door_is_mounted_for_the_agent() -> None:
+    auth_ref = {"name": "front-auth", "key": "token"}
+    document = app()
+    document["spec"]["endpoints"]["front-mcp"]["a2a"] = {
+        "auth": {"schemes": [{"type": "bearer", "secret_key_ref": auth_ref}]}
+    }
+    plan = plan_application(document)
+    [agent] = plan.agents  # both doors enforce it: the pod reads it once
+    assert sorted((s.name, s.key) for s in agent.secrets) == [
+        ("front-auth", "token"),
+        ("tools-token", "tenant"),
+    ]
+    [deployment] = by_kind(build_children(plan), "Deployment")
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    variable = secret_env_name(SecretKeyRef(**auth_ref))
+    [item] = [item for item in env if item["name"] == variable]
+    assert item["valueFrom"]["secretKeyRef"] == auth_ref
