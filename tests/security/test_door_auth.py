@@ -13,12 +13,14 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import httpx2
 import pytest
+from a2a.types import SendMessageRequest, a2a_pb2_grpc
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from security_support import API_KEY_HEADER, AUTH, V1, Secrets
+from security_support import API_KEY_HEADER, AUTH, V1, Secrets, echo_endpoint, serve
 from tests.ports import free_port
 from tests.session_modes.session_modes_support import STEP, application, scripted, story
 
@@ -319,3 +321,50 @@ async def test_a_stored_conversation_stays_its_principals_across_a_restart(
         "apiKey/shared": ["b before", "heard: b before", "b after", "heard: b after"],
         "bearer/shared": ["a before", "heard: a before", "a after", "heard: a after"],
     }
+
+
+async def test_over_grpc_a_context_id_names_the_callers_own_conversation(
+    creds: Secrets, tmp_path: Path
+) -> None:
+    release = tmp_path / "story.release"
+    agents = {"desk": {"model": scripted(story(release), default="heard: {input}")}}
+    async with serve(agents, {"desk": echo_endpoint(auth=AUTH)}, "desk") as exposure:
+        first_chunk = asyncio.Event()
+
+        async def held_story() -> None:  # A's turn on 'shared', held after "one "
+            async with (
+                httpx.AsyncClient(base_url=exposure.url, timeout=STEP * 3) as http,
+                http.stream(
+                    "POST",
+                    "/",
+                    json=rpc("SendStreamingMessage", "story", "shared"),
+                    headers={**V1, **bearer(creds), "Accept": "text/event-stream"},
+                ) as response,
+            ):
+                async for line in response.aiter_lines():
+                    if "one " in line:
+                        first_chunk.set()
+
+        held = asyncio.create_task(held_story())
+        try:
+            async with asyncio.timeout(STEP):
+                await first_chunk.wait()
+            request = SendMessageRequest()
+            request.message.message_id = uuid.uuid4().hex
+            request.message.context_id = "shared"
+            request.message.role = 1
+            request.message.parts.add().text = "b over grpc"
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{exposure.grpc_port}") as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+                reply = await stub.SendMessage(  # B does not queue behind A's held turn
+                    request,
+                    metadata=(("a2a-version", "1.0"), ("x-api-key", creds.api_key)),
+                    timeout=STEP,
+                )
+            assert reply.message.context_id == "shared"
+            assert [p.text for p in reply.message.parts] == ["heard: b over grpc"]
+            assert not held.done()
+        finally:
+            release.touch()
+            async with asyncio.timeout(STEP):
+                await held
