@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: system-deps dev check lint typecheck imports crd crd-check test test-unit envtest clean
+.PHONY: system-deps dev lock check lint typecheck imports crd crd-check test test-unit envtest clean
 
 system-deps: ## Debian packages some tests use (tmux, postgresql, wrk); needs root
 	scripts/install-system-deps
@@ -12,6 +12,9 @@ dev: ## create .venv and install the project with its dev extras
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+
+lock: ## resolve the newest versions pyproject.toml allows into requirements{,-dev}.lock
+	scripts/lock
 
 check: ## everything CI runs: lint, types, layers, CRD drift, tests
 	scripts/check
