@@ -1,21 +1,22 @@
 # One slim, non-root image with both entry points:
 #   mas-operator  the kopf operator (charts/mas-operator runs it)
 #   mas-ctl       the agent runtime the operator's pods run (mas-ctl serve)
-# Dependencies come from pyproject.toml, installed into a virtualenv in a build stage.
+# Dependencies are exactly the versions in requirements.lock (the runtime lock, no dev tools;
+# docs/dependencies.md), hash-checked, installed into a virtualenv in a build stage.
 
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-# Dependencies first, from pyproject.toml alone, so a source change reuses this layer.
-COPY pyproject.toml ./
+# Dependencies first, from the lock alone, so a source change reuses this layer.
+COPY requirements.lock ./
 RUN python -m venv /opt/maslab \
  && /opt/maslab/bin/pip install --upgrade pip \
- && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
- && /opt/maslab/bin/pip install -r /tmp/requirements.txt
-COPY README.md ./
+ && /opt/maslab/bin/pip install --require-hashes --no-deps -r requirements.lock
+COPY pyproject.toml README.md ./
 COPY runtime/ runtime/
 COPY operator/ operator/
 RUN /opt/maslab/bin/pip install --no-deps . \
+ && /opt/maslab/bin/pip check \
  && /opt/maslab/bin/mas-operator --help >/dev/null \
  && /opt/maslab/bin/mas-ctl --help >/dev/null
 

@@ -8,10 +8,12 @@ BIN := $(VENV)/bin
 system-deps: ## Debian packages some tests use (tmux, postgresql, wrk); needs root
 	scripts/install-system-deps
 
-dev: ## create .venv and install the project with its dev extras
+dev: ## create .venv: exactly the versions in requirements-dev.lock, then the project itself
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements-dev.lock
+	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip check
 
 lock: ## resolve the newest versions pyproject.toml allows into requirements{,-dev}.lock
 	scripts/lock
