@@ -130,9 +130,13 @@ class Served:
         return self.exposure.grpc_address
 
 
-def endpoint_for(port: int, grpc_port: int | None = None, **caps: bool) -> Endpoint:
+def endpoint_for(
+    port: int, grpc_port: int | None = None, a2a_options: dict[str, Any] | None = None, **caps: bool
+) -> Endpoint:
     # the tests' push receivers listen on loopback, which the default a2a.push policy refuses
     a2a: dict[str, Any] = {"capabilities": caps, "push": {"allow_private": True}}
+    for name, value in (a2a_options or {}).items():
+        a2a[name] = {**a2a[name], **value} if name in a2a else value
     if grpc_port is not None:
         a2a["grpc_port"] = grpc_port
     return Endpoint(url=f"http://127.0.0.1:{port}", usage="deploy", a2a=a2a)
@@ -147,13 +151,14 @@ async def serve_agent(
     max_pending_per_session: int = 64,
     push_url_validator: Any = None,
     message_grace: float = 5.0,  # generous: a busy CI machine must not turn a Message into a task
+    a2a_options: dict[str, Any] | None = None,
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """Serve a scripted agent on free loopback ports; stop it afterwards."""
     runner = runner or ScriptRunner()
     mailbox = SessionTurnMailbox(runner, max_pending_per_session=max_pending_per_session)
     port = free_port()
-    endpoint = endpoint_for(port, free_port() if grpc_on else None, **caps)
+    endpoint = endpoint_for(port, free_port() if grpc_on else None, a2a_options, **caps)
     exposure = A2AExposure(
         agent_id="scripted",
         manifest=manifest or AgentManifest(),

@@ -118,12 +118,16 @@ async def sender(*urls: str, **options: Any) -> AsyncIterator[QueuedPushSender]:
     for index, url in enumerate(urls):
         config = TaskPushNotificationConfig(id=f"c{index}", task_id="t1", url=url, token="tok-9")
         await store.set_info("t1", config, ServerCallContext())
-    async with httpx.AsyncClient(timeout=STEP) as client:
-        made = QueuedPushSender(client, store, agent_id="push-test", **options)
-        try:
-            yield made
-        finally:
-            await made.aclose(grace=0)
+    made = QueuedPushSender(
+        lambda n: httpx.AsyncClient(timeout=STEP, limits=httpx.Limits(max_connections=n)),
+        store,
+        agent_id="push-test",
+        **options,
+    )
+    try:
+        yield made
+    finally:
+        await made.aclose(grace=0)
 
 
 async def test_a_receiver_that_never_answers_does_not_slow_the_task() -> None:
@@ -201,6 +205,42 @@ async def test_a_full_queue_drops_the_oldest_events() -> None:
         for _ in range(10):
             await push.send_notification("t1", status_event("t1", TaskState.TASK_STATE_WORKING))
         assert push.pending <= 3 + 3  # the task's queue and the config's, each bounded
+
+
+async def test_a_receiver_that_never_answers_does_not_delay_another_receivers_push() -> None:
+    store = InMemoryPushNotificationConfigStore()
+    async with black_hole() as hole, receiver() as good:
+        for index in range(30):  # one task, many configs, all on the silent receiver
+            config = TaskPushNotificationConfig(id=f"h{index}", task_id="t1", url=hole.url)
+            await store.set_info("t1", config, ServerCallContext())
+        other = TaskPushNotificationConfig(id="g", task_id="t2", url=good.url)
+        await store.set_info("t2", other, ServerCallContext())
+        async with sender(receiver_connections=2) as push:
+            push._store = store
+            await push.send_notification("t1", status_event("t1", TaskState.TASK_STATE_WORKING))
+
+            async def silent_receiver_full() -> bool:
+                return hole.open == 2 and push.receiver_pending(hole.url) == 30
+
+            await eventually(silent_receiver_full, "two POSTs held, all 30 pending")
+            await push.send_notification("t2", status_event("t2", TaskState.TASK_STATE_COMPLETED))
+            await wait_for(good.completed)
+            assert hole.open == 2 and hole.requests == 2  # its own two slots, still held
+    assert [b["statusUpdate"]["taskId"] for b in good.bodies] == ["t2"]
+
+
+async def test_a_receivers_queue_is_bounded_across_its_configs() -> None:
+    async with black_hole() as hole:
+        urls = [f"{hole.url}?n={n}" for n in range(5)]
+        async with sender(*urls, receiver_connections=1, receiver_queue_size=3) as push:
+            for _ in range(4):
+                await push.send_notification("t1", status_event("t1", TaskState.TASK_STATE_WORKING))
+
+            async def dispatched() -> bool:
+                return not push._tasks and hole.open == 1
+
+            await eventually(dispatched, "every event reached its config's queue")
+            assert push.receiver_pending(hole.url) <= 3
 
 
 def test_urls_are_shown_without_credentials_query_or_fragment() -> None:

@@ -236,6 +236,13 @@ DEFAULT_MEMORY_TTL_SECONDS = 3600.0
 DEFAULT_HISTORY_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_HISTORY_MAX_SESSION_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_PUSH_MAX_CONFIGS_PER_TASK = 10
+DEFAULT_PUSH_RECEIVER_CONNECTIONS = 4
+DEFAULT_PUSH_RECEIVER_QUEUE_SIZE = 1024
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+DEFAULT_LIST_HISTORY_LENGTH = 10
+DEFAULT_STREAM_BUFFER_EVENTS = 1024
+DEFAULT_STREAM_BUFFER_BYTES = 4 * 1024 * 1024
 EnvName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=253, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
@@ -308,6 +315,61 @@ class PushPolicy(Model):
         "config attached to an existing task by its id alone). Refused by default: the "
         "request cannot show the task's context. Configs given inline with SendMessage are "
         "always accepted.",
+    )
+    max_configs_per_task: int = Field(
+        default=DEFAULT_PUSH_MAX_CONFIGS_PER_TASK,
+        ge=1,
+        le=1000,
+        description="Most push-notification configs on one task (all principals together); "
+        "one more is refused as invalid params naming this limit.",
+    )
+    receiver_connections: int = Field(
+        default=DEFAULT_PUSH_RECEIVER_CONNECTIONS,
+        ge=1,
+        le=100,
+        description="Most push POSTs in flight to one receiver (scheme://host:port); each "
+        "receiver has its own connections, so a slow one delays no other.",
+    )
+    receiver_queue_size: int = Field(
+        default=DEFAULT_PUSH_RECEIVER_QUEUE_SIZE,
+        ge=1,
+        le=1_000_000,
+        description="Most push events waiting for one receiver across its configs; past it "
+        "the oldest are dropped (maslab_a2a_push_dropped_total).",
+    )
+
+
+class ResponseBounds(Model):
+    """How much one response, or one stream's unread events, may hold."""
+
+    max_bytes: int = Field(
+        default=DEFAULT_MAX_RESPONSE_BYTES,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Most bytes of tasks in one ListTasks page (their serialized size); the "
+        "page ends before the task that would pass it, with a nextPageToken (a page holds "
+        "at least one task).",
+    )
+    list_history_length: int = Field(
+        default=DEFAULT_LIST_HISTORY_LENGTH,
+        ge=0,
+        le=10_000,
+        description="ListTasks without historyLength: the most recent messages kept in each "
+        "task's history (GetTask gives the whole history).",
+    )
+    stream_buffer_events: int = Field(
+        default=DEFAULT_STREAM_BUFFER_EVENTS,
+        ge=1,
+        le=1_000_000,
+        description="Most events a stream subscriber may leave unread; past it the subscriber "
+        "is dropped (its stream ends with an error), the task and other subscribers go on.",
+    )
+    stream_buffer_bytes: int = Field(
+        default=DEFAULT_STREAM_BUFFER_BYTES,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Most bytes of events a stream subscriber may leave unread (their "
+        "serialized size); past it the subscriber is dropped.",
     )
 
 
@@ -523,6 +585,7 @@ class A2AOptions(Model):
     )
     connections: ConnectionLimits = Field(default_factory=ConnectionLimits)
     push: PushPolicy = Field(default_factory=PushPolicy)
+    responses: ResponseBounds = Field(default_factory=ResponseBounds)
     extended_skills: list[Skill] = Field(
         default_factory=list,
         max_length=MAX_LIST,

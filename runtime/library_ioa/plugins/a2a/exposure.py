@@ -87,6 +87,7 @@ from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener,
 from library_ioa.plugins.a2a.server.metrics import render
 from library_ioa.plugins.a2a.server.principals import GrpcPrincipals
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy
+from library_ioa.plugins.a2a.server.push_configs import CappedPushConfigStore
 from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
 from library_ioa.plugins.a2a.server.stream_errors import EarlyStreamErrors
@@ -95,7 +96,7 @@ from mas.infra.addresses import parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint
 from mas.runtime.agent import Agent
 from mas.telemetry import tracing
-from mas.telemetry.httpclient import traced_transport
+from mas.telemetry.httpclient import TracingTransport
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,15 @@ def metrics_route(registries: Sequence[CollectorRegistry]) -> Route:
         return Response(render(registries), media_type=CONTENT_TYPE_LATEST)
 
     return Route("/metrics", metrics, methods=["GET"])
+
+
+def push_client(connections: int) -> httpx.AsyncClient:
+    """The HTTP client of one push receiver: its own pool of ``connections``."""
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    transport: httpx.AsyncBaseTransport = httpx.AsyncHTTPTransport(limits=limits)
+    if tracing.on():
+        transport = TracingTransport("a2a.push", transport)
+    return httpx.AsyncClient(timeout=10.0, transport=transport)
 
 
 class A2AExposure:
@@ -149,7 +159,6 @@ class A2AExposure:
         self._grpc_bind_host = grpc_bind_host or self.bind_host
         self._ready = ready
         self._accepting = False
-        self._push_client: httpx.AsyncClient | None = None
         if push_url_validator is None:  # the endpoint's a2a.push policy (security.md)
             push_url_validator = PushUrlPolicy.from_options(endpoint.a2a.push)
         auth = endpoint.a2a.auth
@@ -165,14 +174,15 @@ class A2AExposure:
             # memory within the endpoint's byte bounds (mas.runtime.memory_history).
             runner.keep_history_in(self.stores.history)
         if push and push_store is not None:
-            self._push_client = httpx.AsyncClient(
-                timeout=10.0, transport=traced_transport("a2a.push")
-            )
+            options = endpoint.a2a.push
+            push_store = CappedPushConfigStore(push_store, options.max_configs_per_task)
             push_sender = QueuedPushSender(  # off the event path (server/push_delivery.py)
-                self._push_client,
+                push_client,
                 push_store,
                 push_url_validator=push_url_validator,
                 agent_id=agent_id,
+                receiver_queue_size=options.receiver_queue_size,
+                receiver_connections=options.receiver_connections,
             )
         self._push_sender = push_sender
         self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
@@ -334,6 +344,4 @@ class A2AExposure:
         await self.handler.aclose()
         if self._push_sender is not None:
             await self._push_sender.aclose()
-        if self._push_client is not None:
-            await self._push_client.aclose()
         await self.stores.aclose()

@@ -1,4 +1,4 @@
-"""Push notifications delivered off the event path: per-config queues, retries, backoff.
+"""Push notifications delivered off the event path: per-config queues, per-receiver pools.
 
 The SDK's ``BasePushNotificationSender`` POSTs inline: the task's next event waits for
 every receiver (up to the HTTP timeout each), so one receiver that accepts and never
@@ -13,6 +13,13 @@ called by the SDK's active task and by ``fast_stream.py``):
   delivers them in order, so a slow receiver delays only its own notifications.
 - Every queue holds at most ``queue_size`` events; past it the oldest is dropped (counted
   in ``maslab_a2a_push_dropped_total`` and logged once per config), the newest kept.
+- Receivers are isolated by their ``scheme://host:port``: each has its own HTTP client
+  (its own connection pool, at most ``receiver_connections`` POSTs in flight) and at most
+  ``receiver_queue_size`` events waiting for it across all its configs; past that the
+  oldest event of the config being queued is dropped (counted as above). So a receiver
+  that accepts and never answers, however many configs name it, holds only its own
+  connections and its own queue: another receiver's push is not delayed. A receiver's
+  client is closed when nothing is queued or in flight for it.
 - A delivery is retried on a connection error, a timeout, HTTP 429 or a 5xx, up to
   ``attempts`` times in all, waiting ``backoff * 2**n`` seconds between tries (capped at
   ``max_backoff``); any other 4xx is final. The URL is checked by the endpoint's policy
@@ -46,6 +53,7 @@ from google.protobuf.json_format import MessageToDict
 from prometheus_client import Counter
 
 from library_ioa.plugins.a2a.server.metrics import A2A_REGISTRY
+from mas.infra.models import DEFAULT_PUSH_RECEIVER_CONNECTIONS, DEFAULT_PUSH_RECEIVER_QUEUE_SIZE
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +122,29 @@ class _Queue:
 
     events: deque[PushNotificationEvent] = field(default_factory=deque)
     dropped: int = 0
+    receiver: _Receiver | None = None  # a config's queue: the receiver it delivers to
+
+
+@dataclass
+class _Receiver:
+    """One receiver (``scheme://host:port``): its client, its slots, what waits for it."""
+
+    client: httpx.AsyncClient
+    slots: asyncio.Semaphore
+    pending: int = 0  # events queued or being delivered to it, across its configs
+    busy: int = 0  # config workers alive for it
+
+
+def receiver_of(url: str) -> str:
+    """The receiver a push URL names: ``scheme://host:port`` (the port made explicit)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return url
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}:{port}"
 
 
 class QueuedPushSender(PushNotificationSender):
@@ -121,28 +152,38 @@ class QueuedPushSender(PushNotificationSender):
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client_factory: Callable[[int], httpx.AsyncClient],
         config_store: PushNotificationConfigStore,
         *,
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
         agent_id: str = "",
         queue_size: int = 64,
+        receiver_queue_size: int = DEFAULT_PUSH_RECEIVER_QUEUE_SIZE,
+        receiver_connections: int = DEFAULT_PUSH_RECEIVER_CONNECTIONS,
         attempts: int = 4,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
     ) -> None:
-        if queue_size < 1 or attempts < 1 or backoff < 0:
-            raise ValueError("queue_size and attempts must be >= 1, backoff >= 0")
-        self._client = client
+        """``client_factory(n)``: a new client whose pool holds at most ``n`` connections."""
+        if min(queue_size, receiver_queue_size, receiver_connections, attempts) < 1 or backoff < 0:
+            raise ValueError(
+                "queue_size, receiver_queue_size, receiver_connections and attempts must be "
+                ">= 1, backoff >= 0"
+            )
+        self._client_factory = client_factory
         self._store = config_store
         self._validator = push_url_validator
         self.agent_id = agent_id
         self.queue_size = queue_size
+        self.receiver_queue_size = receiver_queue_size
+        self.receiver_connections = receiver_connections
         self.attempts = attempts
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._tasks: dict[str, _Queue] = {}
         self._configs: dict[tuple[str, str], _Queue] = {}
+        self._receivers: dict[str, _Receiver] = {}
+        self._closing: set[asyncio.Task[None]] = set()
         self._workers: set[asyncio.Task[None]] = set()
         redact_httpx_queries()
 
@@ -161,17 +202,32 @@ class QueuedPushSender(PushNotificationSender):
             self._spawn(self._dispatch(task_id, queue), f"push-dispatch:{task_id}")
         self._put(queue, copied, f"task {task_id}")
 
+    def receiver_pending(self, url: str) -> int:
+        """Events queued or being delivered to the receiver of ``url`` (0: none)."""
+        found = self._receivers.get(receiver_of(url))
+        return 0 if found is None else found.pending
+
     def _put(self, queue: _Queue, event: PushNotificationEvent, what: str) -> None:
         queue.events.append(event)
-        if len(queue.events) > self.queue_size:
+        receiver = queue.receiver
+        if receiver is not None:
+            receiver.pending += 1
+        full = len(queue.events) > self.queue_size
+        if receiver is not None and receiver.pending > self.receiver_queue_size:
+            full = True
+        if full:
             queue.events.popleft()
+            if receiver is not None:
+                receiver.pending -= 1
             queue.dropped += 1
             PUSH_DROPPED.labels(self.agent_id).inc()
             if queue.dropped == 1:
                 logger.warning(
-                    "push notifications of %s: the queue is full (%d); dropping the oldest",
+                    "push notifications of %s: the queue is full (%d for the config, %d for "
+                    "the receiver); dropping the oldest",
                     what,
                     self.queue_size,
+                    self.receiver_queue_size,
                 )
 
     def _spawn(self, work: Coroutine[None, None, None], name: str) -> None:
@@ -204,22 +260,48 @@ class QueuedPushSender(PushNotificationSender):
         key = (task_id, config.id or config.url)
         queue = self._configs.get(key)
         if queue is None:
-            queue = self._configs[key] = _Queue()
-            self._spawn(self._deliver_all(key, config, queue), f"push:{task_id}")
+            name = receiver_of(config.url)
+            receiver = self._receivers.get(name)
+            if receiver is None:
+                receiver = self._receivers[name] = _Receiver(
+                    self._client_factory(self.receiver_connections),
+                    asyncio.Semaphore(self.receiver_connections),
+                )
+            receiver.busy += 1
+            queue = self._configs[key] = _Queue(receiver=receiver)
+            self._spawn(self._deliver_all(key, name, config, queue), f"push:{task_id}")
         self._put(queue, event, f"task {task_id} to {shown_url(config.url)}")
 
     async def _deliver_all(
-        self, key: tuple[str, str], config: TaskPushNotificationConfig, queue: _Queue
+        self, key: tuple[str, str], name: str, config: TaskPushNotificationConfig, queue: _Queue
     ) -> None:
+        receiver = queue.receiver
+        assert receiver is not None
         try:
             while queue.events:
-                await self._deliver(key[0], config, queue.events.popleft())
+                event = queue.events.popleft()
+                try:
+                    await self._deliver(key[0], receiver, config, event)
+                finally:
+                    receiver.pending -= 1  # counted until its delivery ends
         finally:
+            receiver.pending -= len(queue.events)
+            queue.events.clear()
             if self._configs.get(key) is queue:
                 del self._configs[key]
+            receiver.busy -= 1
+            if receiver.busy == 0 and self._receivers.get(name) is receiver:
+                del self._receivers[name]  # idle: its connections go
+                closing = asyncio.get_running_loop().create_task(receiver.client.aclose())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
 
     async def _deliver(
-        self, task_id: str, config: TaskPushNotificationConfig, event: PushNotificationEvent
+        self,
+        task_id: str,
+        receiver: _Receiver,
+        config: TaskPushNotificationConfig,
+        event: PushNotificationEvent,
     ) -> None:
         body = MessageToDict(to_stream_response(event))
         headers = {}
@@ -230,7 +312,8 @@ class QueuedPushSender(PushNotificationSender):
             headers["Authorization"] = f"{auth.scheme} {auth.credentials}".strip()
         for attempt in range(1, self.attempts + 1):
             try:
-                await self._try(config.url, body, headers)
+                async with receiver.slots:
+                    await self._try(receiver.client, config.url, body, headers)
             except _Failed as failure:
                 if failure.reason == "refused by the push policy":
                     PUSH_DELIVERIES.labels(self.agent_id, "refused").inc()
@@ -256,7 +339,9 @@ class QueuedPushSender(PushNotificationSender):
             logger.debug("push notification of task %s sent to %s", task_id, shown_url(config.url))
             return
 
-    async def _try(self, url: str, body: object, headers: dict[str, str]) -> None:
+    async def _try(
+        self, client: httpx.AsyncClient, url: str, body: object, headers: dict[str, str]
+    ) -> None:
         if self._validator is not None:
             try:
                 accepted = await self._validator(url)
@@ -265,7 +350,7 @@ class QueuedPushSender(PushNotificationSender):
             if not accepted:
                 raise _Failed("refused by the push policy", retry=False)
         try:
-            response = await self._client.post(url, json=body, headers=headers)
+            response = await client.post(url, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise _Failed(type(exc).__name__, retry=True) from None
         if response.status_code >= 400:
@@ -282,3 +367,8 @@ class QueuedPushSender(PushNotificationSender):
             await asyncio.gather(*late, return_exceptions=True)
         self._tasks.clear()
         self._configs.clear()
+        receivers, self._receivers = list(self._receivers.values()), {}
+        for receiver in receivers:
+            await receiver.client.aclose()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
