@@ -12,13 +12,14 @@ from a2a.types import (
     Artifact,
     ListTasksRequest,
     ListTasksResponse,
+    Message,
     Part,
     Task,
     TaskState,
     TaskStatus,
 )
 from a2a.utils.errors import InvalidParamsError
-from a2a.utils.task import encode_page_token
+from a2a.utils.task import apply_history_length, encode_page_token
 from pydantic import ValidationError
 
 from library_ioa.plugins.a2a.server.final_state import FinalStateTaskStore
@@ -144,6 +145,8 @@ def _stamped(task_id: str, rng: random.Random) -> Task:
         context_id=rng.choice(["c1", "c2", "c3"]),
         status=TaskStatus(state=rng.choice([WORKING, DONE, ASKING, TaskState.TASK_STATE_FAILED])),
     )
+    for index in range(rng.randint(0, 3)):  # some have a history
+        made.history.append(Message(message_id=f"{task_id}-{index}", parts=[Part(text="h")]))
     if rng.random() < 0.8:  # some tasks have no timestamp; some share one
         made.status.timestamp.FromSeconds(1_700_000_000 + rng.randint(0, 5))
         made.status.timestamp.nanos = rng.choice([0, 0, 500])
@@ -158,6 +161,8 @@ def _stamped(task_id: str, rng: random.Random) -> Task:
 
 def _requests(rng: random.Random, ids: list[str]) -> list[ListTasksRequest]:
     requests = [ListTasksRequest(), ListTasksRequest(page_size=100)]
+    requests += [ListTasksRequest(history_length=1, include_artifacts=True)]
+    requests += [ListTasksRequest(history_length=0)]
     for context_id in ("c1", "c2", "missing"):
         requests.append(ListTasksRequest(context_id=context_id))
     for state in (WORKING, DONE, ASKING):
@@ -173,11 +178,19 @@ def _requests(rng: random.Random, ids: list[str]) -> list[ListTasksRequest]:
 async def _answer(
     store: TaskStore, request: ListTasksRequest, context: ServerCallContext
 ) -> ListTasksResponse | str:
-    """The store's page, or the message of the error it raised."""
+    """The store's page as the SDK's handler returns it, or the error the store raised.
+
+    Ours trims each task (artifacts, history) as it parses it, as the handler then does.
+    """
     try:
-        return await store.list(request, context)
+        page = await store.list(request, context)
     except InvalidParamsError as exc:
         return f"InvalidParamsError: {exc}"
+    for task in page.tasks:
+        if not request.include_artifacts:
+            task.ClearField("artifacts")
+        task.CopyFrom(apply_history_length(task, request))
+    return page
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -27,6 +27,10 @@ own app or server, so the SDK still does all the protocol work:
   version), so the SDK answers its own VersionNotSupportedError (-32009, HTTP 400), and
   :class:`GrpcVersionCheck` quotes at most that much of it in ``grpc-message``, which a
   client's metadata limit (8 KiB by default) must hold.
+* HTTP+JSON ``ListTasks`` (``GET .../tasks``) parses its query with unknown values ignored, so
+  ``status=BOGUS`` listed every task; JSON-RPC answers it -32602 and 3.1.4 lists tasks in that
+  state only. :class:`HttpCorrections` (``rest_prefix``) answers 400 INVALID_ARGUMENT naming
+  the accepted states.
 * The AgentCard carries an ETag only; 8.6.1 says it SHOULD carry ``Cache-Control`` with a
   ``max-age`` and MAY carry ``Last-Modified``. :class:`HttpCorrections` (``card_path``) adds them.
 
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 import json
 import logging
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from email.utils import formatdate
 from typing import Any
@@ -54,6 +59,8 @@ from a2a.utils.grpc_status import status_to_grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from packaging.version import InvalidVersion, Version
+
+from library_ioa.plugins.a2a.server.list_pages import status_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +184,10 @@ class HttpCorrections:
         elif self.rest_prefix is not None and (
             path == self.rest_prefix or path.startswith(self.rest_prefix + "/")
         ):
+            refusal = _unknown_status(scope) if path.endswith("/tasks") else None
+            if refusal is not None:
+                await _refuse_status(refusal, send)
+                return
             await self.app(scope, receive, self._relabel_json(send))
         elif (
             self.rpc_path is not None
@@ -236,6 +247,35 @@ class HttpCorrections:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _unknown_status(scope: Scope) -> str | None:
+    """Why a REST ``ListTasks`` ``status`` is refused (the SDK would ignore it), if it is."""
+    if scope.get("method") != "GET":
+        return None
+    query = urllib.parse.parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
+    for value in query.get("status", ()):
+        if (refusal := status_refusal(value)) is not None:
+            return refusal
+    return None
+
+
+async def _refuse_status(message: str, send: Send) -> None:
+    """400 INVALID_ARGUMENT, as JSON-RPC (-32602) and gRPC answer an unknown state."""
+    body = json.dumps(
+        {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": message}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def _relabel(value: bytes) -> bytes:

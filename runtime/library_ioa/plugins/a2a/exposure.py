@@ -83,6 +83,7 @@ from library_ioa.plugins.a2a.server.grpc_guard import GrpcLimits
 from library_ioa.plugins.a2a.server.hot_lane import hot_lane
 from library_ioa.plugins.a2a.server.http_guard import HttpLimits
 from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
+from library_ioa.plugins.a2a.server.list_pages import ListLimits
 from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
 from library_ioa.plugins.a2a.server.principals import GrpcPrincipals
@@ -201,6 +202,10 @@ class A2AExposure:
             event_stream=self.stores.event_stream,
             agent_id=agent_id,
             anonymous_push_create=endpoint.a2a.push.allow_anonymous_create,
+            list_limits=ListLimits(
+                max_bytes=endpoint.a2a.responses.max_bytes,
+                history_length=endpoint.a2a.responses.list_history_length,
+            ),
             mailbox=mailbox if fast_send else None,
         )
         routes: list[BaseRoute] = [

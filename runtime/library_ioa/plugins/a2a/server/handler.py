@@ -1,10 +1,11 @@
 """The SDK's default request handler, counting every request by method and outcome.
 
 Every transport (JSON-RPC, HTTP+JSON, gRPC, and the 0.3 adapters of each) goes through
-one request handler, so counting here covers them all, and so does the no-auth rule for
-attaching push configs (``anonymous_push_create``: :mod:`.push_ownership`) and the refusal
-of numbers JSON cannot carry (:mod:`.finite_values`): a request holding NaN or an infinity
-is answered as invalid params before it runs, and counted as such.
+one request handler, so counting here covers them all, and so do the no-auth rule for
+attaching push configs (``anonymous_push_create``: :mod:`.push_ownership`), the bounds on a
+``ListTasks`` page (``list_limits``: :mod:`.list_pages`) and the refusal of numbers JSON
+cannot carry (:mod:`.finite_values`): a request holding NaN or an infinity is answered as
+invalid params before it runs, and counted as such.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from a2a.utils.errors import A2AError
 
 from library_ioa.plugins.a2a.server.executor import STREAMING_STATE
 from library_ioa.plugins.a2a.server.finite_values import refuse_non_finite
+from library_ioa.plugins.a2a.server.list_pages import ListLimits, bounded_list
 from library_ioa.plugins.a2a.server.metrics import A2A_REQUEST_SECONDS, A2A_REQUESTS
 from library_ioa.plugins.a2a.server.push_ownership import refuse_anonymous_create
 from library_ioa.plugins.a2a.server.tracing import request_done, transport_of
@@ -35,10 +37,16 @@ class CountingRequestHandler(DefaultRequestHandler):
     the request's span attributes and its INFO line (``server/tracing.py``)."""
 
     def __init__(
-        self, *args: Any, agent_id: str, anonymous_push_create: bool = True, **kwargs: Any
+        self,
+        *args: Any,
+        agent_id: str,
+        anonymous_push_create: bool = True,
+        list_limits: ListLimits | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.agent_id = agent_id
+        self.list_limits = list_limits or ListLimits()
         self.anonymous_push_create = anonymous_push_create
         # The metric children by labels: ``labels()`` takes a lock and builds a key each time.
         self._counters: dict[tuple[str, str, str], Any] = {}
@@ -115,9 +123,11 @@ class CountingRequestHandler(DefaultRequestHandler):
         return await self._unary("GetTask", super().on_get_task(params, context), context, params)
 
     async def on_list_tasks(self, params: Any, context: Any) -> Any:
-        return await self._unary(
-            "ListTasks", super().on_list_tasks(params, context), context, params
-        )
+        async def page(request: Any) -> Any:
+            return await super(CountingRequestHandler, self).on_list_tasks(request, context)
+
+        listed = bounded_list(page, params, self.list_limits)  # server/list_pages.py
+        return await self._unary("ListTasks", listed, context, params)
 
     async def on_cancel_task(self, params: Any, context: Any) -> Any:
         return await self._unary(

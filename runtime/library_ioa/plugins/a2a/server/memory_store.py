@@ -2,7 +2,10 @@
 
 :class:`BoundedMemoryTaskStore` answers as the SDK's ``InMemoryTaskStore`` does (owner
 scoping, ``ListTasks`` filters, order and page tokens), with limits, so that a client
-sending task after task cannot grow the process without end:
+sending task after task cannot grow the process without end. One difference: ``list``
+trims each task of its page as the SDK's handler then trims it (artifacts unless
+``include_artifacts``, history to ``history_length``) while it parses it, so a page never
+holds every task's whole history at once (``server/list_pages.py``).
 
 - ``max_tasks`` and ``max_bytes`` (a task's size is its serialized protobuf size, history
   and artifacts included): after a save that passes either, the least recently written
@@ -53,6 +56,7 @@ from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import (
     ListTasksCursor,
+    apply_history_length,
     decode_list_tasks_cursor,
     decode_page_token,
     encode_list_tasks_cursor,
@@ -204,7 +208,12 @@ class BoundedMemoryTaskStore(TaskStore):
             )
         response = ListTasksResponse(next_page_token=token, total_size=total, page_size=page_size)
         for entry in entries[start:end]:
-            response.tasks.add().MergeFromString(entry.data)
+            # Trimmed as the SDK's handler will trim it, one task at a time: the page never
+            # holds every task's whole history at once (server/list_pages.py).
+            task = Task.FromString(entry.data)
+            if not params.include_artifacts:
+                task.ClearField("artifacts")
+            response.tasks.append(apply_history_length(task, params))
         return response
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
