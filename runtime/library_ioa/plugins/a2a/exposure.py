@@ -78,6 +78,7 @@ from library_ioa.plugins.a2a.server.executor import (
 from library_ioa.plugins.a2a.server.fast_grpc import FastGrpcHandler
 from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
 from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
+from library_ioa.plugins.a2a.server.fast_stream import StreamLimits
 from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck
 from library_ioa.plugins.a2a.server.grpc_guard import GrpcLimits
 from library_ioa.plugins.a2a.server.hot_lane import hot_lane
@@ -207,6 +208,11 @@ class A2AExposure:
                 history_length=endpoint.a2a.responses.list_history_length,
             ),
             mailbox=mailbox if fast_send else None,
+            stream_limits=StreamLimits(
+                max_events=endpoint.a2a.responses.stream_buffer_events,
+                max_bytes=endpoint.a2a.responses.stream_buffer_bytes,
+                agent_id=agent_id,
+            ),
         )
         routes: list[BaseRoute] = [
             Route("/healthz", self._healthz, methods=["GET"]),

@@ -75,7 +75,13 @@ from library_ioa.plugins.a2a.server.executor import (
     TurnMailbox,
     turn_from_message,
 )
-from library_ioa.plugins.a2a.server.fast_stream import Event, Listener, StreamRun, events_of
+from library_ioa.plugins.a2a.server.fast_stream import (
+    Event,
+    Listener,
+    StreamLimits,
+    StreamRun,
+    events_of,
+)
 from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
 from library_ioa.plugins.a2a.server.ids import random_uuid
@@ -168,10 +174,13 @@ class FastSendHandler(CountingRequestHandler):
         executor: MasLabAgentExecutor,
         *args: Any,
         mailbox: TurnMailbox | None,
+        stream_limits: StreamLimits | None = None,
         **kwargs: Any,
     ) -> None:
-        """The SDK handler's arguments, plus the mailbox (``None``: the SDK path only)."""
+        """The SDK handler's arguments, plus the mailbox (``None``: the SDK path only) and
+        each stream listener's bounds (``fast_stream.StreamLimits``)."""
         super().__init__(executor, *args, **kwargs)
+        self.stream_limits = stream_limits or StreamLimits(agent_id=self.agent_id)
         self._executor = executor
         self._mailbox = mailbox
         self._runs: dict[str, StreamRun] = {}  # streamed new tasks still running (fast_stream)
@@ -390,7 +399,7 @@ class FastSendHandler(CountingRequestHandler):
             request=request,
             park=self._park,
         )
-        requester = Listener()
+        requester = Listener(self.stream_limits)
         self._runs[run.task_id] = run
         run.start(requester)
         assert run.runner is not None
@@ -475,7 +484,7 @@ class FastSendHandler(CountingRequestHandler):
             raise UnsupportedOperationError(
                 message=f"Task {params.id} is in terminal state: {TaskState.Name(state)}"
             )
-        listener = run.listen()
+        listener = run.listen(self.stream_limits)
         if listener is None:  # ended meanwhile: the SDK's own resubscription
             async for event in DefaultRequestHandler.on_subscribe_to_task(self, params, context):
                 yield event

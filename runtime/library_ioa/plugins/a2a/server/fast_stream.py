@@ -22,12 +22,18 @@ is published, in the order and with the rules of the SDK's ``EventConsumer``:
 
 Listeners are the requester's stream and any ``SubscribeToTask`` of the task while it
 runs: they get the events in order; a listener that goes away (a client disconnecting)
-never stops the turn, which runs to its end and is stored. :meth:`cancel` is the SDK's
-local cancel: the executor's ``cancel`` publishes CANCELED, the turn's waiting call is
-withdrawn, and the stored task is returned. When the run ends, ``park`` (the handler)
-may hand the task to the SDK's registry as the ``ActiveTask`` the SDK would have kept:
-for a task waiting for input, or with a message waiting behind the turn, so that
-message, a cancel or a resubscription is the SDK's.
+never stops the turn, which runs to its end and is stored. Each listener's buffer is
+bounded (:class:`StreamLimits`, ``a2a.responses.stream_buffer_events`` and
+``stream_buffer_bytes``): a reader that leaves more unread (a client that stopped reading,
+whose socket no longer drains) is dropped: its buffer is freed, its stream ends with an
+``InternalError`` naming the bound once the writer reaches it, and the turn and the other
+listeners go on (counted in ``maslab_a2a_stream_subscribers_dropped_total{agent}``).
+
+:meth:`cancel` is the SDK's local cancel: the executor's ``cancel`` publishes CANCELED,
+the turn's waiting call is withdrawn, and the stored task is returned. When the run
+ends, ``park`` (the handler) may hand the task to the SDK's registry as the
+``ActiveTask`` the SDK would have kept: for a task waiting for input, or with a message
+waiting behind the turn, so that message, a cancel or a resubscription is the SDK's.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -53,32 +60,94 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import InternalError, InvalidAgentResponseError, InvalidParamsError
+from prometheus_client import Counter
 
 from library_ioa.plugins.a2a.server.final_state import TERMINAL_STATES
+from library_ioa.plugins.a2a.server.metrics import A2A_REGISTRY
+from mas.infra.models import DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_STREAM_BUFFER_EVENTS
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Listener", "StreamRun"]
+__all__ = ["Listener", "StreamLimits", "StreamRun"]
 
 Event = Message | Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
+STREAM_DROPS = Counter(
+    "maslab_a2a_stream_subscribers_dropped",
+    "Stream subscribers dropped because they left more events unread than their buffer holds.",
+    ("agent",),
+    registry=A2A_REGISTRY,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    """How much one listener may leave unread (``a2a.responses``) before it is dropped."""
+
+    max_events: int = DEFAULT_STREAM_BUFFER_EVENTS
+    max_bytes: int = DEFAULT_STREAM_BUFFER_BYTES
+    agent_id: str = ""
+
 
 class Listener:
-    """One reader of a run's events: the requester's stream or a resubscription."""
+    """One reader of a run's events: the requester's stream or a resubscription.
 
-    __slots__ = ("_done", "_error", "_items", "_waiter")
+    The event put while nothing waits is always taken; behind it at most ``max_events``
+    more and ``max_bytes`` of them (their serialized size, measured only while the reader
+    is behind). One more drops the listener (module docstring).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_bytes", "_done", "_error", "_items", "_waiter", "dropped", "limits")
+
+    def __init__(self, limits: StreamLimits | None = None) -> None:
         self._items: deque[Event] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._done = False
         self._error: BaseException | None = None
+        self._bytes = 0  # of the events behind the first
+        self.limits = limits or StreamLimits()
+        self.dropped = False
 
     def put(self, event: Event) -> None:
+        if self._done:
+            return
+        if self._items:  # the reader is behind
+            size = event.ByteSize()
+            limits = self.limits
+            if len(self._items) >= limits.max_events or self._bytes + size > limits.max_bytes:
+                self._drop()
+                return
+            self._bytes += size
         self._items.append(event)
         self._wake()
 
+    def _drop(self) -> None:
+        limits = self.limits
+        self.dropped = True
+        self._items.clear()
+        self._bytes = 0
+        STREAM_DROPS.labels(limits.agent_id).inc()
+        logger.warning(
+            "agent %s: a stream subscriber left more than %d events or %d bytes unread; "
+            "dropped (the task goes on)",
+            limits.agent_id,
+            limits.max_events,
+            limits.max_bytes,
+        )
+        self.close(
+            InternalError(
+                message=(
+                    "stream dropped: this subscriber left more than "
+                    f"{limits.max_events} events or {limits.max_bytes} bytes unread "
+                    "(a2a.responses.stream_buffer_events, stream_buffer_bytes); the task "
+                    "goes on: SubscribeToTask or GetTask it"
+                )
+            )
+        )
+
     def close(self, error: BaseException | None = None) -> None:
+        if self._done:  # dropped already: its error stands
+            return
         self._done = True
         self._error = error
         self._wake()
@@ -102,6 +171,7 @@ class Listener:
                 self._waiter = None
         items = list(self._items)
         self._items.clear()
+        self._bytes = 0
         return items
 
 
@@ -256,11 +326,11 @@ class StreamRun:
         self._listeners.append(requester)
         self.runner = asyncio.create_task(self._run(), name=f"stream-run:{self.task_id}")
 
-    def listen(self) -> Listener | None:
+    def listen(self, limits: StreamLimits | None = None) -> Listener | None:
         """A new listener of the events from now on; ``None`` once the run has ended."""
         if self.ended.is_set():
             return None
-        listener = Listener()
+        listener = Listener(limits)
         self._listeners.append(listener)
         return listener
 

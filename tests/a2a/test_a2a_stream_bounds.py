@@ -1,0 +1,130 @@
+"""A stream subscriber that stops reading is dropped when its bounded buffer fills; the task
+and the other subscribers go on (``a2a.responses.stream_buffer_*``, ``fast_stream.Listener``).
+
+The never-reading client is a real socket with a small receive buffer that sends its
+``SubscribeToTask`` and reads nothing until the end; the reading client is httpx. The turn
+publishes one 32 KB artifact chunk at a time, each let out by the test once the reading
+client has the one before, so the reader is never behind by more than one event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+from a2a_support import STEP, ScriptRunner, serve_agent
+
+from library_ioa.plugins.a2a.server.metrics import A2A_REGISTRY
+from mas.runtime.turns import ArtifactEmitted, TurnEnded, TurnEvent, TurnInput
+
+pytestmark = [pytest.mark.timeout(90)]
+
+CHUNK = 32_000
+MOST_CHUNKS = 600  # far more than loopback socket buffers hold of a client that never reads
+
+
+@dataclass
+class Flood(ScriptRunner):
+    """Publishes chunk after chunk (each when ``next`` is set) until ``stop``."""
+
+    next: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: bool = False
+
+    async def run(self, turn: TurnInput) -> AsyncIterator[TurnEvent]:  # type: ignore[override]
+        for number in range(MOST_CHUNKS):
+            text = f"{number:05d}" + "x" * CHUNK
+            yield ArtifactEmitted("text", "flood", text=text, artifact_id="flood")
+            await self.next.wait()
+            self.next.clear()
+            if self.stop:
+                break
+        yield TurnEnded("completed", text="done")
+
+
+def rpc(method: str, params: dict[str, Any]) -> bytes:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return json.dumps(body).encode()
+
+
+def drops() -> float:
+    value = A2A_REGISTRY.get_sample_value(
+        "maslab_a2a_stream_subscribers_dropped_total", {"agent": "scripted"}
+    )
+    return value or 0.0
+
+
+async def sse_items(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            yield json.loads(line[5:])
+
+
+async def test_a_subscriber_that_never_reads_is_dropped_and_another_is_served() -> None:
+    flood = Flood()
+    responses = {"stream_buffer_events": 8, "stream_buffer_bytes": 128 * 1024}
+    async with (
+        serve_agent(runner=flood, a2a_options={"responses": responses}) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=STEP) as http,
+    ):
+        before = drops()
+        message = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": "go"}]}
+        request = rpc("SendStreamingMessage", {"message": message})
+        headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+        async with http.stream("POST", "/", content=request, headers=headers) as stream:
+            items = sse_items(stream)
+            first = await anext(items)
+            task_id = first["result"]["task"]["id"]
+
+            async def next_chunk() -> int:
+                while "artifactUpdate" not in (item := (await anext(items))["result"]):
+                    pass
+                return int(item["artifactUpdate"]["artifact"]["parts"][0]["text"][:5])
+
+            numbers = [await next_chunk()]
+
+            # The subscriber that never reads: a socket with a small receive buffer.
+            silent = socket.socket()
+            silent.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            silent.setblocking(False)
+            loop = asyncio.get_running_loop()
+            host, port = served.url.removeprefix("http://").rstrip("/").split(":")
+            await loop.sock_connect(silent, (host, int(port)))
+            subscribe = rpc("SubscribeToTask", {"id": task_id})
+            head = (
+                f"POST / HTTP/1.1\r\nHost: {host}\r\nA2A-Version: 1.0\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(subscribe)}\r\n\r\n"
+            )
+            await loop.sock_sendall(silent, head.encode() + subscribe)
+            run = served.exposure.handler._runs[task_id]
+            async with asyncio.timeout(STEP):
+                while len(run._listeners) < 2:
+                    await asyncio.sleep(0.01)
+
+            async with asyncio.timeout(60):
+                while drops() == before:
+                    assert len(numbers) < MOST_CHUNKS - 1, "the silent subscriber was never dropped"
+                    flood.next.set()
+                    numbers.append(await next_chunk())
+                flood.stop = True
+                flood.next.set()
+                rest = [item["result"] async for item in items]
+            assert drops() == before + 1
+            assert numbers == list(range(len(numbers)))  # every chunk, in order
+            assert rest[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+        # The dropped subscriber, reading at last: what was in its pipes, then the error.
+        received = b""
+        async with asyncio.timeout(STEP):
+            while b"stream dropped" not in received:
+                data = await loop.sock_recv(silent, 1 << 20)
+                assert data, "closed without the error"
+                received += data
+        silent.close()
+    assert b"stream_buffer_events" in received
