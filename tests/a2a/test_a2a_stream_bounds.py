@@ -66,7 +66,14 @@ async def sse_items(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
             yield json.loads(line[5:])
 
 
-async def test_a_subscriber_that_never_reads_is_dropped_and_another_is_served() -> None:
+def pumps() -> int:
+    return sum(t.get_name() == "bounded-events" for t in asyncio.all_tasks())
+
+
+@pytest.mark.parametrize("path", ["fast", "sdk"])
+async def test_a_subscriber_that_never_reads_is_dropped_and_another_is_served(path: str) -> None:
+    """``fast``: the reader streams the task it started (``StreamRun``); ``sdk``: the task is
+    started with ``returnImmediately`` and both clients subscribe to the SDK's task."""
     flood = Flood()
     responses = {"stream_buffer_events": 8, "stream_buffer_bytes": 128 * 1024}
     async with (
@@ -75,8 +82,15 @@ async def test_a_subscriber_that_never_reads_is_dropped_and_another_is_served() 
     ):
         before = drops()
         message = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": "go"}]}
-        request = rpc("SendStreamingMessage", {"message": message})
         headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+        if path == "fast":
+            request = rpc("SendStreamingMessage", {"message": message})
+        else:
+            started = rpc(
+                "SendMessage", {"message": message, "configuration": {"returnImmediately": True}}
+            )
+            reply = await http.post("/", content=started, headers=headers)
+            request = rpc("SubscribeToTask", {"id": reply.json()["result"]["task"]["id"]})
         async with http.stream("POST", "/", content=request, headers=headers) as stream:
             items = sse_items(stream)
             first = await anext(items)
@@ -87,7 +101,11 @@ async def test_a_subscriber_that_never_reads_is_dropped_and_another_is_served() 
                     pass
                 return int(item["artifactUpdate"]["artifact"]["parts"][0]["text"][:5])
 
-            numbers = [await next_chunk()]
+            artifacts = first["result"]["task"].get("artifacts")
+            if artifacts:  # subscribed after the first chunk: the task holds it
+                numbers = [int(artifacts[0]["parts"][0]["text"][:5])]
+            else:
+                numbers = [await next_chunk()]
 
             # The subscriber that never reads: a socket with a small receive buffer.
             silent = socket.socket()
@@ -102,10 +120,14 @@ async def test_a_subscriber_that_never_reads_is_dropped_and_another_is_served() 
                 f"Content-Type: application/json\r\nContent-Length: {len(subscribe)}\r\n\r\n"
             )
             await loop.sock_sendall(silent, head.encode() + subscribe)
-            run = served.exposure.handler._runs[task_id]
-            async with asyncio.timeout(STEP):
-                while len(run._listeners) < 2:
-                    await asyncio.sleep(0.01)
+            async with asyncio.timeout(STEP):  # until the silent client listens too
+                if path == "fast":
+                    run = served.exposure.handler._runs[task_id]
+                    while len(run._listeners) < 2:
+                        await asyncio.sleep(0.01)
+                else:
+                    while pumps() < 2:
+                        await asyncio.sleep(0.01)
 
             async with asyncio.timeout(60):
                 while drops() == before:

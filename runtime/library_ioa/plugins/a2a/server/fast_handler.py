@@ -80,6 +80,7 @@ from library_ioa.plugins.a2a.server.fast_stream import (
     Listener,
     StreamLimits,
     StreamRun,
+    bounded_events,
     events_of,
 )
 from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
@@ -334,7 +335,10 @@ class FastSendHandler(CountingRequestHandler):
         if not self._stream_eligible(params):
             return self._stream(
                 "SendStreamingMessage",
-                DefaultRequestHandler.on_message_send_stream(self, params, context),
+                bounded_events(
+                    DefaultRequestHandler.on_message_send_stream(self, params, context),
+                    self.stream_limits,
+                ),
                 context,
                 params,
             )
@@ -349,7 +353,12 @@ class FastSendHandler(CountingRequestHandler):
         if not self._stream_eligible(params):
             return self._stream(
                 "SendStreamingMessage",
-                _in_lists(DefaultRequestHandler.on_message_send_stream(self, params, context)),
+                _in_lists(
+                    bounded_events(
+                        DefaultRequestHandler.on_message_send_stream(self, params, context),
+                        self.stream_limits,
+                    )
+                ),
                 context,
                 params,
             )
@@ -465,8 +474,16 @@ class FastSendHandler(CountingRequestHandler):
 
     def on_subscribe_to_task(self, params: Any, context: Any) -> AsyncGenerator[Any, None]:
         run = self._runs.get(params.id) if isinstance(params, SubscribeToTaskRequest) else None
-        if run is None:
-            return super().on_subscribe_to_task(params, context)
+        if run is None:  # the SDK's, through a bounded listener
+            return self._stream(
+                "SubscribeToTask",
+                bounded_events(
+                    DefaultRequestHandler.on_subscribe_to_task(self, params, context),
+                    self.stream_limits,
+                ),
+                context,
+                params,
+            )
         return self._stream(
             "SubscribeToTask", self._resubscribe(run, params, context), context, params
         )
@@ -500,7 +517,7 @@ class FastSendHandler(CountingRequestHandler):
         if run.parked:  # the SDK's ActiveTask holds the task now: follow it there
             active = await self._active_task_registry.get(run.task_id)
             if active is not None:
-                async for event in active.subscribe():
+                async for event in bounded_events(active.subscribe(), self.stream_limits):
                     yield event
 
     async def aclose(self) -> None:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -68,7 +68,7 @@ from mas.infra.models import DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_STREAM_BUFFER_
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Listener", "StreamLimits", "StreamRun"]
+__all__ = ["Listener", "StreamLimits", "StreamRun", "bounded_events"]
 
 Event = Message | Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
@@ -549,3 +549,33 @@ async def events_of(listener: Listener) -> AsyncIterator[Event]:
     while batch := await listener.batch():
         for event in batch:
             yield event
+
+
+async def bounded_events(
+    events: AsyncGenerator[Event, None], limits: StreamLimits
+) -> AsyncGenerator[Event, None]:
+    """``events`` (a stream of the SDK's, e.g. its ``SubscribeToTask``) through a bounded
+    :class:`Listener`: a task reads the SDK's stream as fast as it comes (so the SDK's own
+    queue never holds more than an event), and a reader that leaves more than ``limits``
+    unread is dropped as a run's listener is, and the SDK's stream closed."""
+    listener = Listener(limits)
+
+    async def pump() -> None:
+        try:
+            async for event in events:
+                listener.put(event)
+                if listener.dropped:
+                    return
+        except Exception as exc:  # the stream's error is the reader's
+            listener.close(exc)
+        finally:
+            await events.aclose()
+            listener.close()
+
+    pumping = asyncio.get_running_loop().create_task(pump(), name="bounded-events")
+    try:
+        async for event in events_of(listener):
+            yield event
+    finally:
+        pumping.cancel()
+        await asyncio.gather(pumping, return_exceptions=True)
