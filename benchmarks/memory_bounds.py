@@ -8,7 +8,8 @@ their request and read nothing until the case is measured.
 - ``list``: 30 tasks of a 900 KB message; the size of one plain ``ListTasks`` answer, then
   10 never-reading clients each sending ``ListTasks``;
 - ``subscribe``: one working task holding a 900 KB message (the echo streams one huge word,
-  then small ones a second apart); 400 never-reading ``SubscribeToTask`` streams of it;
+  then small ones a second apart); 400 never-reading ``SubscribeToTask`` streams of it,
+  RSS 3 s after they subscribed and again past the listener's send timeout (30 s);
 - ``store``: ``max_bytes`` 64 MiB and ``history_max_bytes`` 16 MiB; 200 tasks of a 900 KB
   message one after another; the growth against the two bounds; ``store-history`` the
   same with the default ``history_max_bytes`` (64 MiB), as the round measured it.
@@ -39,6 +40,7 @@ import yaml
 from hot_path import Server, free_port, start, stop
 
 BIG = 900_000
+SEND_TIMEOUT = 30.0  # a2a.connections.send_timeout_seconds, the default
 V1 = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 MIB = 1024 * 1024
 
@@ -128,9 +130,11 @@ async def case_subscribe(server: Server, http: httpx.AsyncClient) -> dict[str, f
     held = await silent_clients(server, rpc("SubscribeToTask", {"id": task_id}), 400)
     await asyncio.sleep(3.0)
     after = await settled_rss(server)
+    await asyncio.sleep(SEND_TIMEOUT + 5.0)  # the listener aborts connections that stay unread
+    later = await settled_rss(server)
     for sock in held:
         sock.close()
-    return {"before": before, "after": after}
+    return {"before": before, "after": after, "later": later}
 
 
 async def case_store(server: Server, http: httpx.AsyncClient) -> dict[str, float]:
@@ -182,6 +186,8 @@ async def main(args: argparse.Namespace) -> int:
             for label, source in trees:
                 r = await run_case(name, source, Path(tmp))
                 extra = f"; one ListTasks {r['answer MB']:.1f} MB" if "answer MB" in r else ""
+                if "later" in r:
+                    extra += f"; {SEND_TIMEOUT + 5:.0f} s later {r['later']:.0f} MiB"
                 print(
                     f"{name:>9} {label:>6}: RSS {r['before']:.0f} -> {r['after']:.0f} MiB "
                     f"(+{r['after'] - r['before']:.0f} MiB){extra}",
