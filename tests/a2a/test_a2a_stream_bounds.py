@@ -150,3 +150,45 @@ async def test_a_subscriber_that_never_reads_is_dropped_and_another_is_served(pa
                 received += data
         silent.close()
     assert b"stream_buffer_events" in received
+
+
+async def test_subscriptions_past_the_cap_are_refused_until_one_ends() -> None:
+    """``a2a.responses.max_subscriptions``: each open SubscribeToTask stream holds its own
+    copy of its task, so one past the cap is refused before it holds anything."""
+    runner = ScriptRunner()
+    async with (
+        serve_agent(runner=runner, a2a_options={"responses": {"max_subscriptions": 2}}) as served,
+        httpx.AsyncClient(base_url=served.url, timeout=STEP) as http,
+    ):
+        headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+        message = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": ""}]}
+        message["parts"][0]["text"] = "wait held still working"
+        start = rpc(
+            "SendMessage", {"message": message, "configuration": {"returnImmediately": True}}
+        )
+        task_id = (await http.post("/", content=start, headers=headers)).json()["result"]["task"][
+            "id"
+        ]
+        subscribe = rpc("SubscribeToTask", {"id": task_id})
+
+        async def refused() -> dict[str, Any] | None:
+            """The error a new subscription gets, or None when it is let in (then closed)."""
+            async with http.stream("POST", "/", content=subscribe, headers=headers) as answer:
+                if answer.headers["content-type"].startswith("application/json"):
+                    return dict(json.loads(await answer.aread())["error"])  # before any event
+                first = await anext(sse_items(answer))
+            return first.get("error")
+
+        async with (
+            http.stream("POST", "/", content=subscribe, headers=headers) as one,
+            http.stream("POST", "/", content=subscribe, headers=headers) as two,
+        ):
+            for stream in (one, two):
+                assert "task" in (await anext(sse_items(stream)))["result"]
+            error = await refused()
+            assert error is not None and error["code"] == -32004, error
+            assert "a2a.responses.max_subscriptions" in error["message"]
+        async with asyncio.timeout(STEP):  # the two closed: a new one is let in
+            while await refused() is not None:
+                await asyncio.sleep(0.05)
+        runner.gates["held"].set()

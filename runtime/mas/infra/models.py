@@ -242,6 +242,7 @@ DEFAULT_PUSH_RECEIVER_QUEUE_SIZE = 1024
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 DEFAULT_LIST_HISTORY_LENGTH = 10
 DEFAULT_STREAM_BUFFER_EVENTS = 1024
+DEFAULT_MAX_SUBSCRIPTIONS = 32
 DEFAULT_STREAM_BUFFER_BYTES = 4 * 1024 * 1024
 EnvName = Annotated[
     str,
@@ -363,6 +364,14 @@ class ResponseBounds(Model):
         le=1_000_000,
         description="Most events a stream subscriber may leave unread; past it the subscriber "
         "is dropped (its stream ends with an error), the task and other subscribers go on.",
+    )
+    max_subscriptions: int = Field(
+        default=DEFAULT_MAX_SUBSCRIPTIONS,
+        ge=1,
+        le=100_000,
+        description="Most SubscribeToTask streams open at once on the agent (every transport); "
+        "one more is refused (UnsupportedOperationError). Each holds its own copy of its task "
+        "while it lasts.",
     )
     stream_buffer_bytes: int = Field(
         default=DEFAULT_STREAM_BUFFER_BYTES,

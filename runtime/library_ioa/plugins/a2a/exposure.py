@@ -207,6 +207,7 @@ class A2AExposure:
                 max_bytes=endpoint.a2a.responses.max_bytes,
                 history_length=endpoint.a2a.responses.list_history_length,
             ),
+            max_subscriptions=endpoint.a2a.responses.max_subscriptions,
             mailbox=mailbox if fast_send else None,
             stream_limits=StreamLimits(
                 max_events=endpoint.a2a.responses.stream_buffer_events,

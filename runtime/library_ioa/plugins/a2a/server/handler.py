@@ -3,9 +3,11 @@
 Every transport (JSON-RPC, HTTP+JSON, gRPC, and the 0.3 adapters of each) goes through
 one request handler, so counting here covers them all, and so do the no-auth rule for
 attaching push configs (``anonymous_push_create``: :mod:`.push_ownership`), the bounds on a
-``ListTasks`` page (``list_limits``: :mod:`.list_pages`) and the refusal of numbers JSON
+``ListTasks`` page (``list_limits``: :mod:`.list_pages`), the refusal of numbers JSON
 cannot carry (:mod:`.finite_values`): a request holding NaN or an infinity is answered as
-invalid params before it runs, and counted as such.
+invalid params before it runs, and counted as such; and the bound on open
+``SubscribeToTask`` streams (``max_subscriptions``): one past it is refused with
+``UnsupportedOperationError`` before it holds anything.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import AsyncGenerator, Awaitable
 from typing import Any, TypeVar
 
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2AError, UnsupportedOperationError
 
 from library_ioa.plugins.a2a.server.executor import STREAMING_STATE
 from library_ioa.plugins.a2a.server.finite_values import refuse_non_finite
@@ -24,6 +26,7 @@ from library_ioa.plugins.a2a.server.list_pages import ListLimits, bounded_list
 from library_ioa.plugins.a2a.server.metrics import A2A_REQUEST_SECONDS, A2A_REQUESTS
 from library_ioa.plugins.a2a.server.push_ownership import refuse_anonymous_create
 from library_ioa.plugins.a2a.server.tracing import request_done, transport_of
+from mas.infra.models import DEFAULT_MAX_SUBSCRIPTIONS
 
 T = TypeVar("T")
 
@@ -42,11 +45,14 @@ class CountingRequestHandler(DefaultRequestHandler):
         agent_id: str,
         anonymous_push_create: bool = True,
         list_limits: ListLimits | None = None,
+        max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.agent_id = agent_id
         self.list_limits = list_limits or ListLimits()
+        self.max_subscriptions = max_subscriptions
+        self._subscriptions = 0  # SubscribeToTask streams open now, on every transport
         self.anonymous_push_create = anonymous_push_create
         # The metric children by labels: ``labels()`` takes a lock and builds a key each time.
         self._counters: dict[tuple[str, str, str], Any] = {}
@@ -95,8 +101,12 @@ class CountingRequestHandler(DefaultRequestHandler):
     ) -> AsyncGenerator[Any, None]:
         started = time.perf_counter()
         outcome, first = "ok", None
+        counted = False
         try:
             refuse_non_finite(params)
+            if method == "SubscribeToTask":
+                self._open_subscription()
+                counted = True
             async for item in stream:
                 if first is None:
                     first = item[0] if isinstance(item, list) and item else item
@@ -105,7 +115,20 @@ class CountingRequestHandler(DefaultRequestHandler):
             outcome = _outcome(exc)
             raise
         finally:
+            if counted:
+                self._subscriptions -= 1
             self._done(method, outcome, started, context=context, params=params, result=first)
+
+    def _open_subscription(self) -> None:
+        """Count one more SubscribeToTask stream; past ``max_subscriptions`` open ones it is
+        refused (each holds its own copy of the task while it lasts: docs/security.md)."""
+        if self._subscriptions >= self.max_subscriptions:
+            raise UnsupportedOperationError(
+                message=f"{self._subscriptions} SubscribeToTask streams are open, the most "
+                f"this agent serves (a2a.responses.max_subscriptions); try again later, or "
+                "poll with GetTask"
+            )
+        self._subscriptions += 1
 
     async def on_message_send(self, params: Any, context: Any) -> Any:
         context.state[STREAMING_STATE] = False
