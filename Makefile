@@ -40,8 +40,8 @@ crd-check:
 test:
 	$(BIN)/pytest
 
-test-unit:
-	$(BIN)/pytest tests/unit
+test-unit: ## tests/unit without the integration ones: no sockets, subprocesses or servers
+	$(BIN)/pytest tests/unit -m "not integration"
 
 envtest: ## build etcd, kube-apiserver and kube-controller-manager once into a cache
 	scripts/build-envtest

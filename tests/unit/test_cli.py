@@ -95,6 +95,7 @@ def test_routes_json_lists_routes_listeners_and_runtimes(
     }
 
 
+@pytest.mark.integration  # a subprocess
 def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "app.yaml"
     bad.write_text("apiVersion: infra/v1\nkind: Application\nmetadata: {name: x}\nspec: {}\n")

@@ -6,7 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.integration  # each test runs a fresh interpreter
 
 EXAMPLE = str(EXAMPLES / "agency.yaml")
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # mas-ctl in a subprocess
+
 
 def mas_ctl(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)

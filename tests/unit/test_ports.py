@@ -8,6 +8,8 @@ import pytest
 
 from tests import ports
 
+pytestmark = pytest.mark.integration  # binds real sockets
+
 
 def test_a_port_is_free_and_below_the_outgoing_range() -> None:
     low = min(ports.outgoing_range()[0], ports.NODE_PORTS)
