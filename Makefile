@@ -18,8 +18,8 @@ dev: ## create .venv: exactly the versions in requirements-dev.lock, then the pr
 lock: ## resolve the newest versions pyproject.toml allows into requirements{,-dev}.lock
 	scripts/lock
 
-check: ## everything CI runs: lint, types, layers, CRD drift, tests
-	scripts/check
+check: ## everything CI runs: lint, types, layers, CRD drift, tests (ARGS go to pytest)
+	scripts/check $(ARGS)
 
 lint:
 	$(BIN)/ruff check runtime operator tests scripts
