@@ -219,6 +219,22 @@ def reconciles(metrics: OperatorMetrics) -> int:
     return total(metrics.reconciles)
 
 
+def full_passes(op: RunningOperator, count: int = 2) -> None:
+    """Wait until ``count`` full resync passes have begun since this call.
+
+    The loop counts a pass when it begins and begins the next only when every reconcile
+    of the last one has finished: with ``count`` 2, a whole pass that began after this call
+    (and so saw everything written before it) is over. A test asserts that something did
+    not happen after this, not after a guessed sleep.
+    """
+    metrics = op.handle.metrics
+    start = total(metrics.resync_passes)
+    eventually(
+        lambda: total(metrics.resync_passes) >= start + count,
+        what=f"{count} more full resync passes",
+    )
+
+
 def self_contained_app() -> dict[str, Any]:
     """:func:`cluster_app` without its Secret: a reconcile reads only it and its children."""
     doc = cluster_app()

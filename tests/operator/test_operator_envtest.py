@@ -11,7 +11,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,10 +26,14 @@ from operator_support import (
     Api,
     cluster_app,
     eventually,
+    full_passes,
     owned_children,
     printer_columns,
+    reconciles,
     wait_condition,
 )
+
+from mas_operator.leases import LeaderElector
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
 
@@ -129,7 +132,7 @@ def test_default_urls_and_secret_env_reach_the_pods(start_operator: Any, api: Ap
 def test_missing_delegation_target_stalls_and_creates_nothing(
     start_operator: Any, api: Api
 ) -> None:
-    start_operator()
+    op = start_operator(resync=1.0)
     doc = cluster_app()
     doc["spec"]["agency"]["agents"]["front"]["spec"]["delegates_to"] = ["back", "ghost"]
     doc["spec"]["agency"]["agents"]["back"]["spec"] = {"delegates_to": ["phantom"]}
@@ -154,7 +157,7 @@ def test_missing_delegation_target_stalls_and_creates_nothing(
     )
     assert events[0].type == "Warning"
     assert "'ghost' of agent 'front'" in events[0].message
-    time.sleep(1.0)  # a resync would have applied by now; nothing may exist
+    full_passes(op)  # a resync that applied anything would have done so by now
     assert owned_children(api, uid) == {
         "ConfigMap": [],
         "Service": [],
@@ -166,7 +169,7 @@ def test_missing_delegation_target_stalls_and_creates_nothing(
 def test_bad_update_keeps_running_children_then_a_valid_one_converges(
     start_operator: Any, api: Api
 ) -> None:
-    start_operator()
+    op = start_operator(resync=1.0)
     api.create(cluster_app())
     eventually(lambda: api.mark_pods_ready() == 2, what="two pods to stand in for")
     wait_condition(api, "desk", "Ready", "True")
@@ -185,7 +188,7 @@ def test_bad_update_keeps_running_children_then_a_valid_one_converges(
     assert "the running children (generation 1) are kept unchanged" in stalled["message"]
     ready = api.condition("desk", "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "MissingDelegationTarget")
-    time.sleep(1.0)
+    full_passes(op)
     assert {
         d.metadata.name: (d.metadata.generation, d.spec.to_dict()) for d in api.deployments()
     } == before
@@ -270,13 +273,16 @@ def test_secret_change_rolls_the_pods_that_read_it(start_operator: Any, api: Api
 
 
 def test_autoscaling_leaves_replicas_to_the_autoscaler(start_operator: Any, api: Api) -> None:
-    start_operator(resync=1.0)
+    op = start_operator(resync=1.0)
     doc = cluster_app()
     doc["spec"]["runtime"] = {"autoscaling": True}
     api.create(doc)
     eventually(lambda: len(api.deployments()) == 2, what="two Deployments")
+    done = reconciles(op.handle.metrics)
     api.apps.patch_namespaced_deployment_scale("desk-front", api.ns, {"spec": {"replicas": 3}})
-    time.sleep(2.5)  # more than two resyncs
+    # The scale is a change of a child by someone else: it marks the Application dirty.
+    eventually(lambda: reconciles(op.handle.metrics) > done, what="a reconcile after the scale")
+    full_passes(op)
     assert api.apps.read_namespaced_deployment("desk-front", api.ns).spec.replicas == 3
 
 
@@ -337,7 +343,18 @@ def test_restart_mid_way_converges_without_duplicates(start_operator: Any, api: 
     assert second.handle.leading
 
 
-def test_standby_waits_for_the_lease_then_takes_over(start_operator: Any, api: Api) -> None:
+def test_standby_waits_for_the_lease_then_takes_over(
+    start_operator: Any, api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tries: list[tuple[str, bool]] = []  # (identity, won) of each answered try for the Lease
+    try_acquire = LeaderElector.try_acquire
+
+    def counted(self: LeaderElector) -> bool:
+        won = try_acquire(self)
+        tries.append((self.settings.identity, won))
+        return won
+
+    monkeypatch.setattr(LeaderElector, "try_acquire", counted)
     leader = start_operator()
     standby = start_operator(wait_leading=False)
     coordination = k8s.CoordinationV1Api(api.client)
@@ -345,7 +362,13 @@ def test_standby_waits_for_the_lease_then_takes_over(start_operator: Any, api: A
         lambda: coordination.read_namespaced_lease("mas-operator", api.ns), what="the Lease"
     )
     assert lease.spec.holder_identity == leader.options.identity
-    time.sleep(2.0)  # several standby retries
+
+    def standby_tries() -> list[bool]:
+        return [won for who, won in list(tries) if who == standby.options.identity]
+
+    # Its first try and two retries: a whole lease term (4 s) of the leader renewing.
+    eventually(lambda: len(standby_tries()) >= 3, what="three tries of the standby")
+    assert not any(standby_tries())
     assert not standby.handle.leading
     leader.stop()
     eventually(lambda: standby.handle.leading, what="the standby to take over")
