@@ -71,7 +71,12 @@ async def test_cancel_then_the_turn_ends_on_one_replica(
             while served.runner.history["c"] != ["late g the answer"]:
                 await asyncio.sleep(0.02)
             assert await served.mailbox.drain(STEP)
-        await asyncio.sleep(0.2)  # let anything the turn published reach the store
+            # The cancel was answered once the SDK had stopped consuming the task's events,
+            # and the turn has ended: the last hop is the call that followed the turn for
+            # the task, which stops at the cancel. Once it has returned, nothing of the turn
+            # can reach the store.
+            while served.exposure.executor.canceled(started.task.id):
+                await asyncio.sleep(0.02)
         task = await get_task(client, started.task.id)
     assert canceled.status.state == TaskState.TASK_STATE_CANCELED
     assert task.status.state == TaskState.TASK_STATE_CANCELED

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from a2a.client import Client
@@ -32,6 +33,27 @@ from library_ioa.plugins.a2a.server import final_state
 from library_ioa.plugins.a2a.server.stores import FinalStateVersionedStore
 
 pytestmark = pytest.mark.integration
+
+Write = tuple[str, TaskState, bool]  # task id, the state written, whether it was written
+
+
+@pytest.fixture
+def writes(monkeypatch: pytest.MonkeyPatch) -> list[Write]:
+    """Every write of a task the final-state guards of this test's replicas answered."""
+    answered: list[Write] = []
+    save = FinalStateVersionedStore.save
+
+    async def recorded(self: FinalStateVersionedStore, task: Task, **kwargs: Any) -> TaskVersion:
+        try:
+            version = await save(self, task, **kwargs)
+        except BaseException:
+            answered.append((task.id, task.status.state, False))
+            raise
+        answered.append((task.id, task.status.state, True))
+        return version
+
+    monkeypatch.setattr(FinalStateVersionedStore, "save", recorded)
+    return answered
 
 
 @contextlib.asynccontextmanager
@@ -95,7 +117,9 @@ async def test_subscribe_on_the_other_replica_follows_the_turn_to_its_end(pg_url
     assert "".join(p.text for c in chunks for p in c.artifact.parts) == "finally done"
 
 
-async def _cancel_elsewhere_then_finish(url: str) -> tuple[list[TaskState], Served]:
+async def _cancel_elsewhere_then_finish(
+    url: str, writes: list[Write]
+) -> tuple[list[TaskState], Served]:
     """A turn on replica one, canceled on replica two, then its turn ends: the states seen."""
     async with replicas(url) as (one, two, to_one, to_two):
         [started] = await send(
@@ -113,24 +137,32 @@ async def _cancel_elsewhere_then_finish(url: str) -> tuple[list[TaskState], Serv
             while one.runner.history["c"] != ["late g2 the answer"]:
                 await asyncio.sleep(0.02)
             assert await one.mailbox.drain(STEP)
-            await asyncio.sleep(0.2)  # the SDK's consumer on replica one writes what it got
+            # The turn's end is the last event the SDK's consumer on replica one writes:
+            # wait until the store has answered that write (written or refused).
+            while not any(
+                (t, s) == (task_id, TaskState.TASK_STATE_COMPLETED) for t, s, _ in writes
+            ):
+                await asyncio.sleep(0.02)
         states = [await _state_of(client, task_id) for client in (to_one, to_two)]
         return states, two
 
 
-async def test_cancel_on_the_other_replica_is_final_when_the_turn_goes_on(pg_url: str) -> None:
-    states, two = await _cancel_elsewhere_then_finish(pg_url)
+async def test_cancel_on_the_other_replica_is_final_when_the_turn_goes_on(
+    pg_url: str, writes: list[Write]
+) -> None:
+    states, two = await _cancel_elsewhere_then_finish(pg_url, writes)
     assert states == [TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_CANCELED]
+    assert [ok for _, s, ok in writes if s == TaskState.TASK_STATE_COMPLETED] == [False]
     assert two.runner.seen == []  # replica two never ran it
 
 
 async def test_without_the_guard_the_sdk_overwrites_canceled(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, writes: list[Write]
 ) -> None:
     """The reproduction: the SDK reloads on the first conflicting write, sees CANCELED, and
     then still applies the turn's next event (COMPLETED) at the fresh version."""
     monkeypatch.setattr(final_state, "refuses", lambda stored, task: False)
-    states, _ = await _cancel_elsewhere_then_finish(pg_url)
+    states, _ = await _cancel_elsewhere_then_finish(pg_url, writes)
     assert states == [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_COMPLETED]
 
 
