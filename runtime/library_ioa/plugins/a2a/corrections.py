@@ -45,7 +45,6 @@ Each correction is off the path of every request it does not concern: one prefix
 
 from __future__ import annotations
 
-import json
 import logging
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -60,6 +59,7 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from packaging.version import InvalidVersion, Version
 
+from library_ioa.plugins.a2a.server.json_answers import send_json
 from library_ioa.plugins.a2a.server.list_pages import status_refusal
 
 logger = logging.getLogger(__name__)
@@ -226,27 +226,15 @@ class HttpCorrections:
     async def _refuse_content_type(scope: Scope, send: Send) -> None:
         got = _header(scope, b"content-type") or "(none)"
         logger.info("JSON-RPC request with Content-Type %r refused", got)
-        body = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": None,
-                "error": {
-                    "code": CONTENT_TYPE_NOT_SUPPORTED,
-                    "message": f"Content-Type {got!r} is not supported; send application/json",
-                },
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        payload = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": CONTENT_TYPE_NOT_SUPPORTED,
+                "message": f"Content-Type {got!r} is not supported; send application/json",
+            },
+        }
+        await send_json(send, 200, payload)
 
 
 def _unknown_status(scope: Scope) -> str | None:
@@ -262,20 +250,8 @@ def _unknown_status(scope: Scope) -> str | None:
 
 async def _refuse_status(message: str, send: Send) -> None:
     """400 INVALID_ARGUMENT, as JSON-RPC (-32602) and gRPC answer an unknown state."""
-    body = json.dumps(
-        {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": message}}
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 400,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    payload = {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": message}}
+    await send_json(send, 400, payload)
 
 
 def _relabel(value: bytes) -> bytes:

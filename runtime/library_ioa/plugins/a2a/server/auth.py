@@ -30,7 +30,6 @@ request's headers at DEBUG.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -48,6 +47,7 @@ from a2a.types import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
 from library_ioa.plugins.a2a.corrections import ASGIApp, Receive, Scope, Send
+from library_ioa.plugins.a2a.server.json_answers import send_json
 from library_ioa.plugins.a2a.server.principals import Principal
 from mas.infra.models import A2AAuth, AuthScheme
 from mas.infra.secrets import secret_env_name
@@ -266,19 +266,8 @@ class HttpAuth:
                     ],
                 }
             }
-        body = json.dumps(payload).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", self.authenticator.challenge.encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        challenge = [(b"www-authenticate", self.authenticator.challenge.encode())]
+        await send_json(send, 401, payload, challenge)
 
 
 class GrpcAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]

@@ -67,6 +67,7 @@ from library_ioa.plugins.a2a.corrections import (
 )
 from library_ioa.plugins.a2a.server.auth import redact_credentials
 from library_ioa.plugins.a2a.server.compat_params import is_v03_method, v03_params_refusal
+from library_ioa.plugins.a2a.server.json_answers import send_json
 
 logger = logging.getLogger(__name__)
 
@@ -335,33 +336,11 @@ class RequestLimits:
         if kind != "rpc":
             status = 400 if status == 200 else status
             payload["error"]["code"] = status
-        body = json.dumps(payload).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    *([(b"connection", b"close")] if refusal.http_status == 413 else []),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        close = [(b"connection", b"close")] if refusal.http_status == 413 else []
+        await send_json(send, status, payload, close)
 
 
 async def _answer_rpc(send: Send, payload: dict[str, Any]) -> None:
     """A JSON-RPC error ``payload`` as the SDK's dispatcher sends one (HTTP 200)."""
     logger.info("request refused: %s", payload["error"]["message"])
-    body = json.dumps(payload).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, 200, payload)
