@@ -105,7 +105,7 @@ async def test_a_body_trickled_in_gets_408_and_a_closed_connection() -> None:
         writer.close()
         assert status_of(answer) == 408, answer
         assert answer.endswith(b"the request body took longer than 0.5 s")
-        assert 0.4 < elapsed < 5, elapsed
+        assert elapsed > 0.4, elapsed
         async with httpx.AsyncClient(timeout=STEP) as http:
             ok = await http.post(f"http://127.0.0.1:{listener.port}/", content=b"x" * 300_000)
         assert ok.text == "got 300000"  # a body sent at once is not slow
@@ -159,7 +159,8 @@ async def test_an_early_answer_is_sent_then_the_trickled_body_is_not_kept() -> N
         writer.close()
         assert listener.open_connections == 0
     assert status_of(answer) == 401 and answer.endswith(b"no"), answer
-    assert 0.5 < elapsed < 1.5 + 1, elapsed
+    assert b"\r\nconnection: close\r\n" in answer.lower(), answer  # the client is told
+    assert elapsed > 0.5, elapsed  # a lower bound only: timers are never early
 
 
 async def test_the_401_of_a2a_auth_is_read_and_the_connection_closed(creds: Secrets) -> None:
@@ -179,7 +180,8 @@ async def test_the_401_of_a2a_auth_is_read_and_the_connection_closed(creds: Secr
             )
             assert sent.status_code == 200  # a complete body with the credential is served
     assert status_of(answer) == 401, answer
-    assert elapsed < 2 * (LINGER + 0.5) + 1, elapsed
+    assert b"\r\nconnection: close\r\n" in answer.lower(), answer
+    assert elapsed >= LINGER, elapsed
 
 
 async def test_a_client_that_never_reads_is_aborted_after_the_send_timeout() -> None:

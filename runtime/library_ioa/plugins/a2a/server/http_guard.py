@@ -20,7 +20,8 @@ protocol with a guard, enforces what uvicorn cannot:
 - a request body not complete ``body_timeout`` seconds after its head is answered **408**
   and the connection closed (closed without a word when the app already answered);
 - when the app answers before the request body is complete (a 401, a 413), the connection
-  is not kept for the next request: the server sends its answer, then ends its side
+  is not kept for the next request: the answer says ``connection: close`` (so a client
+  never sends its next request on it), the server sends it, then ends its side
   (``write_eof``) and discards what still comes for at most ``LINGER`` seconds of silence
   (and never past the body deadline), then closes, so the client reads the answer rather
   than a reset and a body trickled in after it holds no slot;
@@ -265,6 +266,28 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._in_body = True
         self._disarm_head_timer()
         super().on_headers_complete()
+        if self.cycle is not None:
+            self._mark_early_answers(self.cycle)
+
+    def _mark_early_answers(self, cycle: Any) -> None:
+        """An answer started before its request's body is in says ``connection: close``, so
+        the client does not send its next request on a connection that :meth:`_linger`
+        closes. uvicorn writes that header for a cycle not kept alive; the cycle is kept
+        alive again once the head is written, so that uvicorn does not close the socket at
+        the end of the answer with the body still arriving (a reset the client could read
+        instead of the answer): :meth:`_linger` closes it."""
+        send = cycle.send
+
+        async def first_send(message: Any) -> None:
+            cycle.send = send  # only the response start is looked at
+            early = self._in_body and message["type"] == "http.response.start"
+            if early:
+                cycle.keep_alive = False
+            await send(message)
+            if early:
+                cycle.keep_alive = True
+
+        cycle.send = first_send
 
     def on_message_complete(self) -> None:
         self._in_head = True
