@@ -601,6 +601,12 @@ class A2AOptions(Model):
         description="Skills listed only on the extended card (GetExtendedAgentCard, served "
         "with capabilities.extendedAgentCard: true), after the public card's skills.",
     )
+    fast_path: bool = Field(
+        default=True,
+        description="On by default: a quick blocking send and a streaming send of a new task "
+        "skip the SDK's per-task machinery (same answers); false serves every request through "
+        "the a2a-sdk's own handler, JSON-RPC dispatcher and gRPC servicer.",
+    )
 
 
 class Endpoint(Model):

@@ -14,9 +14,12 @@ all built from the a2a-sdk's route factories, ``DefaultRequestHandler``, the tas
 push-config stores of ``a2a.task_store`` (:mod:`library_ioa.plugins.a2a.server.stores`:
 in memory by default, or the SDK's database stores) and a push sender that delivers off the
 event path (``server/push_delivery.py``);
-with ``fast_send`` (the default) a quick blocking send and a streaming send of a new task
-skip the SDK's per-task machinery (``server/fast_handler.py``, ``server/fast_stream.py``,
-``server/fast_jsonrpc.py``, ``server/fast_grpc.py``, the same answers). Protocol 1.0 is
+with the endpoint's ``a2a.fast_path`` (on by default) a quick blocking send and a streaming
+send of a new task skip the SDK's per-task machinery (``server/fast_handler.py``,
+``server/fast_stream.py``, ``server/fast_jsonrpc.py`` and its hot lane, ``server/fast_grpc.py``,
+the same answers); with it off every request takes the SDK's own path (no fast JSON-RPC
+route, hot lane, fast gRPC servicer or fast stream). ``fast_send`` overrides the endpoint's
+choice (the differential tests and benchmarks serve both paths side by side). Protocol 1.0 is
 served, and the 0.3 method names and transports too (``message/send``, ``tasks/cancel``,
 REST ``/v1/...``, gRPC ``a2a.v1.A2AService``). A request without an ``A2A-Version`` header
 is read as 0.3.
@@ -145,9 +148,12 @@ class A2AExposure:
         drain_timeout: float = 10.0,
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
         task_stores: TaskStores | None = None,
-        fast_send: bool = True,
+        fast_send: bool | None = None,
     ) -> None:
         self.agent_id = agent_id
+        if fast_send is None:
+            fast_send = endpoint.a2a.fast_path
+        self.fast_path = fast_send
         if compat_0_3 is None:
             compat_0_3 = endpoint.a2a.compat_0_3
         self.card: AgentCard = agent_card_from_manifest(
@@ -190,7 +196,8 @@ class A2AExposure:
         self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
         # A blocking send of a new task skips the SDK's per-task machinery when the turn
         # answers at once, a streaming one always (server/fast_handler.py, fast_stream.py);
-        # fast_send=False is the SDK path only.
+        # without the fast path (a2a.fast_path: false) the mailbox is withheld and the
+        # handler is the SDK's DefaultRequestHandler with the counting, nothing more.
         self.handler = FastSendHandler(
             self.executor,
             self.stores.task_store,
@@ -244,7 +251,8 @@ class A2AExposure:
             app, max_body_bytes=endpoint.a2a.max_body_bytes, compat_0_3=compat_0_3
         )
         corrected: Any = HttpCorrections(limited, rpc_path="/", rest_prefix=REST_PATH)
-        # The hot JSON-RPC sends skip the layers above when they would pass (server/hot_lane.py).
+        # The hot JSON-RPC sends skip the layers above when they would pass (server/hot_lane.py);
+        # the SDK's routes (fast path off) have no fast endpoint, so no hot lane either.
         corrected = hot_lane(
             corrected, rpc_routes, rpc_path="/", max_body_bytes=endpoint.a2a.max_body_bytes
         )
