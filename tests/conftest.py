@@ -9,10 +9,16 @@ from pathlib import Path
 import pytest
 
 from tests.envtest.fixtures import control_plane, envtest_namespace  # noqa: F401
+from tests.fast_path import FAST_PATH
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 EXAMPLES = REPO / "examples"
+
+
+def pytest_report_header() -> str:
+    """Which A2A path the tests serve by default (tests/fast_path.py)."""
+    return "A2A fast path: " + ("on" if FAST_PATH else "off (MAS_A2A_FAST_PATH=0)")
 
 
 def _library_singleton(task: asyncio.Task[object]) -> bool:

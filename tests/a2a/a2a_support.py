@@ -19,6 +19,7 @@ import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse
 from a2a.utils.constants import TransportProtocol
+from tests.fast_path import fast_path_options
 from tests.ports import free_port
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
@@ -139,7 +140,7 @@ def endpoint_for(
         a2a[name] = {**a2a[name], **value} if name in a2a else value
     if grpc_port is not None:
         a2a["grpc_port"] = grpc_port
-    return Endpoint(url=f"http://127.0.0.1:{port}", usage="deploy", a2a=a2a)
+    return Endpoint(url=f"http://127.0.0.1:{port}", usage="deploy", a2a=fast_path_options(a2a))
 
 
 @contextlib.asynccontextmanager
@@ -184,7 +185,9 @@ async def serve_with_store(
     """Serve ``runner`` with the endpoint's ``a2a.task_store`` options and ``/metrics``."""
     mailbox = SessionTurnMailbox(runner, max_pending_per_session=64)
     endpoint = Endpoint(
-        url=f"http://127.0.0.1:{free_port()}", usage="deploy", a2a={"task_store": task_store}
+        url=f"http://127.0.0.1:{free_port()}",
+        usage="deploy",
+        a2a=fast_path_options({"task_store": task_store}),
     )
     exposure = A2AExposure(
         agent_id=agent_id,

@@ -23,6 +23,7 @@ from a2a.helpers import get_message_text
 from a2a.types import SendMessageRequest, TaskState
 from a2a_support import STEP, free_port, user_message
 from tests.deadlines import COLD_START
+from tests.fast_path import fast_path_document
 
 pytestmark = pytest.mark.integration
 
@@ -38,36 +39,38 @@ def application(port: int, grpc_port: int) -> dict[str, Any]:
             "reply": "worker said: {result}",
         },
     ]
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "served"},
-        "spec": {
-            "agency": {
-                "entry": "front",
-                "agents": {
-                    "front": {
-                        "metadata": {"name": "Front desk"},
-                        "spec": {
-                            "delegates_to": ["worker"],
-                            "model": {
-                                "type": "scripted",
-                                "params": {"rules": rules, "default": {"reply": "hi {input}"}},
+    return fast_path_document(
+        {
+            "apiVersion": "infra.maslab.io/v1",
+            "kind": "Application",
+            "metadata": {"name": "served"},
+            "spec": {
+                "agency": {
+                    "entry": "front",
+                    "agents": {
+                        "front": {
+                            "metadata": {"name": "Front desk"},
+                            "spec": {
+                                "delegates_to": ["worker"],
+                                "model": {
+                                    "type": "scripted",
+                                    "params": {"rules": rules, "default": {"reply": "hi {input}"}},
+                                },
                             },
                         },
+                        "worker": {"spec": {"model": {"type": "echo"}}},
                     },
-                    "worker": {"spec": {"model": {"type": "echo"}}},
+                },
+                "endpoints": {
+                    "front": {
+                        "url": f"http://127.0.0.1:{port}",
+                        "usage": "deploy",
+                        "a2a": {"grpc_port": grpc_port},
+                    },
                 },
             },
-            "endpoints": {
-                "front": {
-                    "url": f"http://127.0.0.1:{port}",
-                    "usage": "deploy",
-                    "a2a": {"grpc_port": grpc_port},
-                },
-            },
-        },
-    }
+        }
+    )
 
 
 @dataclass

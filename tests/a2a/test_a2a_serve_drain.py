@@ -16,6 +16,7 @@ import pytest
 import yaml
 from a2a_support import STEP, free_port
 from test_a2a_serve import START, command, environment
+from tests.fast_path import fast_path_document
 
 from mas.ctl.commands.serve import EXIT_DRAIN_CUT_SHORT
 
@@ -28,15 +29,17 @@ def long_stream_app(port: int) -> dict[str, Any]:
     # One chunk, then a pause far past the drain timeout: the stream is open at the deadline.
     rule = {"match": "^long", "chunks": ["first ", "never"], "chunk_delay_ms": 60_000}
     model = {"type": "scripted", "params": {"rules": [rule], "default": {"reply": "hi"}}}
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "drain"},
-        "spec": {
-            "agency": {"agents": {"front": {"spec": {"model": model}}}},
-            "endpoints": {"front": {"url": f"http://127.0.0.1:{port}", "usage": "deploy"}},
-        },
-    }
+    return fast_path_document(
+        {
+            "apiVersion": "infra.maslab.io/v1",
+            "kind": "Application",
+            "metadata": {"name": "drain"},
+            "spec": {
+                "agency": {"agents": {"front": {"spec": {"model": model}}}},
+                "endpoints": {"front": {"url": f"http://127.0.0.1:{port}", "usage": "deploy"}},
+            },
+        }
+    )
 
 
 def stream_request(text: str) -> dict[str, Any]:

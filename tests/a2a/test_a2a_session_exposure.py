@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 from a2a_support import STEP, free_port
+from tests.fast_path import fast_path_document
 
 from mas.ctl.session.exposure import ExposureError, bind_listeners, deployed_agents
 from mas.ctl.session.host import RuntimeHost
@@ -18,18 +19,20 @@ pytestmark = pytest.mark.integration
 
 
 def document(endpoints: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "helper"},
-        "spec": {
-            "agency": {
-                "entry": "a",
-                "agents": {"a": {"spec": {"delegates_to": ["b"]}}, "b": {}, "c": {}},
+    return fast_path_document(
+        {
+            "apiVersion": "infra.maslab.io/v1",
+            "kind": "Application",
+            "metadata": {"name": "helper"},
+            "spec": {
+                "agency": {
+                    "entry": "a",
+                    "agents": {"a": {"spec": {"delegates_to": ["b"]}}, "b": {}, "c": {}},
+                },
+                "endpoints": endpoints,
             },
-            "endpoints": endpoints,
-        },
-    }
+        }
+    )
 
 
 async def test_only_deployed_hosted_agents_bind_and_use_rows_never_listen() -> None:

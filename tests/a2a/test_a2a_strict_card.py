@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 from tests.a2a.a2a_support import ScriptRunner, free_port
+from tests.fast_path import fast_path_options
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
 from mas.ctl.session.mailbox import SessionTurnMailbox
@@ -12,7 +13,9 @@ from mas.infra.models import AgentManifest, Endpoint
 
 async def test_strict_endpoint_lists_only_1_0_and_refuses_0_3_names() -> None:
     port = free_port()
-    endpoint = Endpoint(url=f"http://127.0.0.1:{port}", usage="deploy", a2a={"compat_0_3": False})
+    endpoint = Endpoint(
+        url=f"http://127.0.0.1:{port}", usage="deploy", a2a=fast_path_options({"compat_0_3": False})
+    )
     mailbox = SessionTurnMailbox(ScriptRunner())
     exposure = A2AExposure(
         agent_id="strict", manifest=AgentManifest(), endpoint=endpoint, mailbox=mailbox

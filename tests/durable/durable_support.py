@@ -22,6 +22,7 @@ from a2a.types import GetTaskRequest, ListTasksRequest, Task
 from a2a.utils.constants import TransportProtocol
 from tests.a2a.a2a_support import STEP, ScriptRunner, Served, free_port
 from tests.deadlines import COLD_START
+from tests.fast_path import fast_path_options
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.server.stores import build_task_stores
@@ -79,11 +80,13 @@ def sql_endpoint(port: int, url: str, **caps: bool) -> Endpoint:
     return Endpoint(
         url=f"http://127.0.0.1:{port}",
         usage="deploy",
-        a2a={
-            "capabilities": caps,
-            "task_store": {"type": "sql", "url": url},
-            "push": {"allow_private": True, "allow_anonymous_create": True},
-        },
+        a2a=fast_path_options(
+            {
+                "capabilities": caps,
+                "task_store": {"type": "sql", "url": url},
+                "push": {"allow_private": True, "allow_anonymous_create": True},
+            }
+        ),
     )
 
 
@@ -98,7 +101,7 @@ async def serve_on_store(
     lease: float = 20.0,
     env: dict[str, str] | None = None,
     options: dict[str, Any] | None = None,
-    fast_send: bool = True,
+    fast_send: bool | None = None,
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """One scripted agent on ``url``'s task store (one replica when several share it)."""

@@ -26,6 +26,7 @@ from durable_support import (
     serve_process,
 )
 from tests.a2a.a2a_support import free_port, user_message
+from tests.fast_path import fast_path_document
 
 from library_ioa.plugins.a2a.server.runs import LOST_TURN
 
@@ -50,32 +51,34 @@ RULES = [
 
 
 def application(port: int, store_url: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "durable"},
-        "spec": {
-            "agency": {
-                "agents": {
-                    "front": {
-                        "spec": {
-                            "model": {
-                                "type": "scripted",
-                                "params": {"rules": RULES, "default": {"reply": "hi {input}"}},
+    return fast_path_document(
+        {
+            "apiVersion": "infra.maslab.io/v1",
+            "kind": "Application",
+            "metadata": {"name": "durable"},
+            "spec": {
+                "agency": {
+                    "agents": {
+                        "front": {
+                            "spec": {
+                                "model": {
+                                    "type": "scripted",
+                                    "params": {"rules": RULES, "default": {"reply": "hi {input}"}},
+                                }
                             }
                         }
                     }
-                }
+                },
+                "endpoints": {
+                    "front": {
+                        "url": f"http://127.0.0.1:{port}",
+                        "usage": "deploy",
+                        "a2a": {"task_store": {"type": "sql", "url": store_url}},
+                    }
+                },
             },
-            "endpoints": {
-                "front": {
-                    "url": f"http://127.0.0.1:{port}",
-                    "usage": "deploy",
-                    "a2a": {"task_store": {"type": "sql", "url": store_url}},
-                }
-            },
-        },
-    }
+        }
+    )
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

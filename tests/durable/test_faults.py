@@ -17,6 +17,7 @@ from a2a.helpers import get_message_text
 from a2a.types import SendMessageRequest, Task, TaskState
 from durable_support import STEP, client_for, get_task, list_tasks
 from tests.a2a.a2a_support import free_port, serve_agent, user_message
+from tests.fast_path import fast_path_document
 
 from mas.ctl.session.exposure import bind_listeners
 from mas.ctl.session.host import RuntimeHost
@@ -49,41 +50,43 @@ class RaisingModel(ModelPlugin):
 
 
 def application(port: int, peer_url: str, db: Path, *, timeout: float = 1.0) -> dict[str, Any]:
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "faults"},
-        "spec": {
-            "agency": {
-                "entry": "front",
-                "agents": {
-                    "front": {
-                        "spec": {
-                            "delegates_to": ["peer"],
-                            "model": {
-                                "type": "scripted",
-                                "params": {"rules": RULES, "default": {"reply": "ok {input}"}},
-                            },
-                        }
+    return fast_path_document(
+        {
+            "apiVersion": "infra.maslab.io/v1",
+            "kind": "Application",
+            "metadata": {"name": "faults"},
+            "spec": {
+                "agency": {
+                    "entry": "front",
+                    "agents": {
+                        "front": {
+                            "spec": {
+                                "delegates_to": ["peer"],
+                                "model": {
+                                    "type": "scripted",
+                                    "params": {"rules": RULES, "default": {"reply": "ok {input}"}},
+                                },
+                            }
+                        },
+                        "fragile": {"spec": {"model": {"type": "raising"}}},
                     },
-                    "fragile": {"spec": {"model": {"type": "raising"}}},
+                },
+                "endpoints": {
+                    "front": {
+                        "url": f"http://127.0.0.1:{port}",
+                        "usage": "deploy",
+                        "a2a": {"task_store": {"type": "sql", "url": f"sqlite+aiosqlite:///{db}"}},
+                    },
+                    "fragile": {
+                        "url": f"http://127.0.0.1:{free_port()}",
+                        "usage": "deploy",
+                        "a2a": {"task_store": {"type": "sql", "url": f"sqlite+aiosqlite:///{db}2"}},
+                    },
+                    "peer": {"url": peer_url, "usage": "use", "timeout": timeout},
                 },
             },
-            "endpoints": {
-                "front": {
-                    "url": f"http://127.0.0.1:{port}",
-                    "usage": "deploy",
-                    "a2a": {"task_store": {"type": "sql", "url": f"sqlite+aiosqlite:///{db}"}},
-                },
-                "fragile": {
-                    "url": f"http://127.0.0.1:{free_port()}",
-                    "usage": "deploy",
-                    "a2a": {"task_store": {"type": "sql", "url": f"sqlite+aiosqlite:///{db}2"}},
-                },
-                "peer": {"url": peer_url, "usage": "use", "timeout": timeout},
-            },
-        },
-    }
+        }
+    )
 
 
 @contextlib.asynccontextmanager

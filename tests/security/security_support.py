@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tests.fast_path import fast_path_options
 from tests.ports import free_port
 from tests.security.served_process import app_document
 
@@ -71,7 +72,11 @@ async def serve(
 def echo_endpoint(**a2a: Any) -> dict[str, Any]:
     """A deployed endpoint on a free loopback port (with a gRPC port)."""
     a2a.setdefault("grpc_port", free_port())
-    return {"url": f"http://127.0.0.1:{free_port()}", "usage": "deploy", "a2a": a2a}
+    return {
+        "url": f"http://127.0.0.1:{free_port()}",
+        "usage": "deploy",
+        "a2a": fast_path_options(a2a),
+    }
 
 
 AUTH_REF = SecretKeyRef(name="front-auth", key="token")

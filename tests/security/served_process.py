@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 from tests.deadlines import COLD_START
+from tests.fast_path import fast_path_document
 
 START_DEADLINE = COLD_START
 
@@ -28,15 +29,18 @@ def app_document(
     *,
     entry: str | None = None,
 ) -> dict[str, Any]:
-    """An Application with these agents (each value is its ``spec``) and endpoints."""
+    """An Application with these agents (each value is its ``spec``) and endpoints (their
+    ``a2a`` options through :func:`tests.fast_path.fast_path_options`)."""
     agency: dict[str, Any] = {"agents": {k: {"spec": dict(v)} for k, v in agents.items()}}
     agency["entry"] = entry or next(iter(agents))
-    return {
-        "apiVersion": "infra.maslab.io/v1",
-        "kind": "Application",
-        "metadata": {"name": "sec-app"},
-        "spec": {"agency": agency, "endpoints": dict(endpoints)},
-    }
+    return fast_path_document(
+        {
+            "apiVersion": "infra.maslab.io/v1",
+            "kind": "Application",
+            "metadata": {"name": "sec-app"},
+            "spec": {"agency": agency, "endpoints": dict(endpoints)},
+        }
+    )
 
 
 @dataclass
