@@ -57,7 +57,7 @@ from a2a.server.routes.common import (
 )
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import SendMessageRequest, SendMessageResponse, Task
-from a2a.utils.errors import A2AError, InvalidParamsError
+from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict, ParseDict
 from jsonrpc.jsonrpc2 import JSONRPC20Response  # type: ignore[import-untyped]
 from sse_starlette import EventSourceResponse
@@ -73,7 +73,6 @@ from library_ioa.plugins.a2a.server.codec import (
     read_plain_send,
     stream_response_dict,
 )
-from library_ioa.plugins.a2a.server.list_pages import status_refusal
 from library_ioa.plugins.a2a.server.publisher import QuickAnswer
 
 logger = logging.getLogger(__name__)
@@ -119,25 +118,6 @@ def hot_body(body: bytes) -> tuple[str | int, str, dict[str, Any]] | None:
     ):
         return None
     return request_id, method, params
-
-
-def list_status_refusal(body: bytes) -> Response | None:
-    """-32602 for a ``ListTasks`` whose ``status`` names no state (the SDK would ignore it)."""
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(data, dict) or data.get("method") != "ListTasks":
-        return None
-    params = data.get("params")
-    if not isinstance(params, dict) or "status" not in params:
-        return None
-    refusal = status_refusal(params["status"])
-    request_id = data.get("id")
-    if refusal is None or type(request_id) not in (str, int):
-        return None  # a valid filter, or a malformed request: the SDK's to answer
-    error = build_error_response(request_id, InvalidParamsError(message=refusal))
-    return Response(render(error), media_type=JSON)
 
 
 def render(content: Any) -> bytes:
@@ -187,11 +167,8 @@ class FastJsonRpcEndpoint:
 
     async def handle(self, request: Request) -> Response:
         """Answer one JSON-RPC POST."""
-        body = await request.body()
-        hot = fast_request(request, body)
+        hot = fast_request(request, await request.body())
         answer = None if hot is None else await self.answer(request, *hot)
-        if answer is None and b"ListTasks" in body:
-            answer = list_status_refusal(body)
         if answer is None:
             return await self._dispatcher.handle_requests(request)
         return answer

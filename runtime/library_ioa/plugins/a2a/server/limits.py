@@ -11,7 +11,8 @@ with a body it
   object, ``jsonrpc`` not ``"2.0"``, no ``id`` or one that is not a string, an integer or
   null, a ``method`` that is not a string) with -32600 (InvalidRequest), and ``params``
   that are not an object, or the params of a 0.3 method its model refuses
-  (:mod:`.compat_params`), with -32602 (InvalidParams), each as a JSON-RPC error body with
+  (:mod:`.compat_params`), or a ``ListTasks`` ``status`` that names no task state (the SDK
+  would list every task), with -32602 (InvalidParams), each as a JSON-RPC error body with
   HTTP 200
   (HTTP 413 for an oversize body); a 0.3 method sent with an ``A2A-Version`` the 0.3
   methods do not serve (``1.0``, ``9.9``) with -32009 (VersionNotSupportedError, in the
@@ -54,7 +55,12 @@ from typing import Any
 
 from a2a.server.request_handlers import build_error_response
 from a2a.utils.error_handlers import build_rest_error_payload
-from a2a.utils.errors import A2AError, ContentTypeNotSupportedError, InvalidRequestError
+from a2a.utils.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+    InvalidRequestError,
+)
 
 from library_ioa.plugins.a2a.corrections import (
     ASGIApp,
@@ -68,6 +74,7 @@ from library_ioa.plugins.a2a.corrections import (
 from library_ioa.plugins.a2a.server.auth import redact_credentials
 from library_ioa.plugins.a2a.server.compat_params import is_v03_method, v03_params_refusal
 from library_ioa.plugins.a2a.server.json_answers import send_json
+from library_ioa.plugins.a2a.server.list_pages import status_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +167,14 @@ def check_envelope(value: Any) -> None:
         raise BadBody(INVALID_REQUEST, "'method' must be a string")
     if "params" in value and not isinstance(value["params"], dict):
         raise BadBody(INVALID_PARAMS, "'params' must be an object")
+
+
+def _list_status_refusal(value: dict[str, Any]) -> str | None:
+    """Why a ``ListTasks`` ``status`` is refused (the SDK would ignore an unknown name)."""
+    params = value.get("params")
+    if value.get("method") != "ListTasks" or not isinstance(params, dict):
+        return None
+    return status_refusal(params["status"]) if "status" in params else None
 
 
 def _request_id(value: Any) -> str | int | None:
@@ -262,6 +277,11 @@ class RequestLimits:
             if kind == "rpc":
                 value = parse_json(body, self.max_depth)
                 check_envelope(value)
+                why = _list_status_refusal(value) if isinstance(value, dict) else None
+                if why is not None:
+                    invalid = InvalidParamsError(message=why)
+                    await _answer_rpc(send, build_error_response(_request_id(value), invalid))
+                    return
                 if self.compat_0_3 and isinstance(value, dict):
                     why = v03_params_refusal(value)
                     if why is not None:

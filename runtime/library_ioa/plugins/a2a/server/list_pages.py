@@ -43,7 +43,8 @@ def status_refusal(value: object) -> str | None:
     The SDK parses JSON-RPC params and REST queries with unknown values ignored, so an
     unknown state name became no filter and listed every task; a number naming no state
     (gRPC) listed none. Each transport refuses it as invalid params instead: JSON-RPC
-    (``fast_jsonrpc``), HTTP+JSON (``corrections``) and every transport's numbers here.
+    (``limits.RequestLimits``, on the fast path and the SDK's alike), HTTP+JSON
+    (``corrections``) and every transport's numbers here.
     """
     if isinstance(value, bool):
         pass
