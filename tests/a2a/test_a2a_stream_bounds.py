@@ -76,8 +76,11 @@ async def test_a_subscriber_that_never_reads_is_dropped_and_another_is_served(pa
     started with ``returnImmediately`` and both clients subscribe to the SDK's task."""
     flood = Flood()
     responses = {"stream_buffer_events": 8, "stream_buffer_bytes": 128 * 1024}
+    a2a: dict[str, Any] = {"responses": responses}
+    if path == "fast":  # the fast path's StreamRun is the subject, whatever MAS_A2A_FAST_PATH
+        a2a["fast_path"] = True
     async with (
-        serve_agent(runner=flood, a2a_options={"responses": responses}) as served,
+        serve_agent(runner=flood, a2a_options=a2a) as served,
         httpx.AsyncClient(base_url=served.url, timeout=STEP) as http,
     ):
         before = drops()
