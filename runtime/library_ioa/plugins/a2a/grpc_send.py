@@ -14,7 +14,8 @@ no polling, no push config, no output modes, no client interceptors), no more:
 - the call metadata is the SDK's: ``a2a-version: 1.0``, then the endpoint's headers with
   lowercase names (``ClientCallContext.service_parameters``); no deadline (the comm's own
   timeout bounds the call);
-- a failed call is mapped by the SDK's own ``_map_grpc_error``: DEADLINE_EXCEEDED is
+- a failed call is mapped by the SDK client's own mapping (reached through
+  :func:`~library_ioa.plugins.a2a.server.sdk_internals.map_grpc_error`): DEADLINE_EXCEEDED is
   ``A2AClientTimeoutError``, a status naming an A2A error (``a2a-protocol.org``) is that
   error (``TaskNotFoundError``...), anything else ``A2AClientError`` with the status chained;
 - an answer with neither a task nor a message is the SDK's ``ValueError``.
@@ -27,9 +28,9 @@ spans around the transport are no longer made.
 Only for an interface of the current protocol version (1.0): a 0.3 interface needs the SDK's
 ``CompatGrpcTransport``, and the comm keeps the SDK's client for it.
 
-Written against a2a-sdk 1.3.0; its private ``_map_grpc_error`` is used here and nowhere
-else, and ``tests/a2a/test_a2a_grpc_send.py`` pins what is relied on: the same answers and
-errors as the SDK's client for the same calls.
+The SDK's private error mapping is reached through ``server/sdk_internals.py``, which
+says the SDK version it was written against; ``tests/a2a/test_a2a_grpc_send.py`` pins what
+is relied on: the same answers and errors as the SDK's client for the same calls.
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import grpc
-from a2a.client.transports.grpc import _map_grpc_error
 from a2a.types import AgentCard, AgentInterface, SendMessageRequest, SendMessageResponse
 from a2a.types.a2a_pb2_grpc import A2AServiceStub
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, VERSION_HEADER, TransportProtocol
+
+from library_ioa.plugins.a2a.server.sdk_internals import map_grpc_error
 
 __all__ = ["GrpcSend", "current_interface"]
 
@@ -83,7 +85,7 @@ class GrpcSend:
                 request, metadata=self._metadata
             )
         except grpc.aio.AioRpcError as exc:
-            _map_grpc_error(exc)
+            map_grpc_error(exc)
         if not (response.HasField("task") or response.HasField("message")):
             raise ValueError("Response has neither task nor message")
         return response

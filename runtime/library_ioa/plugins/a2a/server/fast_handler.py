@@ -67,6 +67,7 @@ from a2a.utils.input_mode_validator import validate_input_modes
 from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import apply_history_length, validate_history_length
 
+from library_ioa.plugins.a2a.server import sdk_internals
 from library_ioa.plugins.a2a.server.codec import PLAIN_SEND_STATE, PlainSend, has_required_fields
 from library_ioa.plugins.a2a.server.executor import (
     ADOPTED_STATE,
@@ -215,8 +216,8 @@ class FastSendHandler(CountingRequestHandler):
         if not context.state.get(PLAIN_SEND_STATE) and not has_required_fields(params):
             validate_proto_required_fields(params)  # raises the SDK's own error
         validate_history_length(params.configuration)
-        if self._validate_input_modes:
-            validate_input_modes(params.message, self._agent_card)
+        if sdk_internals.validates_input_modes(self):
+            validate_input_modes(params.message, sdk_internals.agent_card(self))
         message = params.message
         # The ids the SDK's RequestContext would generate (UUIDGenerator).
         task_id = random_uuid()
@@ -326,7 +327,7 @@ class FastSendHandler(CountingRequestHandler):
         return (
             self._mailbox is not None
             and isinstance(params, SendMessageRequest)
-            and self._agent_card.capabilities.streaming
+            and sdk_internals.agent_card(self).capabilities.streaming
             and fast_eligible(params)
         )
 
@@ -373,8 +374,8 @@ class FastSendHandler(CountingRequestHandler):
         if not context.state.get(PLAIN_SEND_STATE) and not has_required_fields(params):
             validate_proto_required_fields(params)  # raises the SDK's own error
         validate_history_length(params.configuration)
-        if self._validate_input_modes:
-            validate_input_modes(params.message, self._agent_card)
+        if sdk_internals.validates_input_modes(self):
+            validate_input_modes(params.message, sdk_internals.agent_card(self))
         run, requester = await self._start_run(params, context)
         task_id = run.task_id
         configuration = params.configuration
@@ -393,7 +394,7 @@ class FastSendHandler(CountingRequestHandler):
         self, params: SendMessageRequest, context: Any
     ) -> tuple[StreamRun, Listener]:
         """A running :class:`StreamRun` of the new task, and its requester's listener."""
-        request = await self._request_context_builder.build(
+        request = await sdk_internals.request_context_builder(self).build(
             params=params,
             task_id=None,
             context_id=params.message.context_id or None,
@@ -402,9 +403,9 @@ class FastSendHandler(CountingRequestHandler):
         )
         run = StreamRun(
             executor=self._executor,
-            store=self._versioned_store,
-            push_sender=self._push_sender,
-            event_stream=self._event_stream,
+            store=sdk_internals.versioned_store(self),
+            push_sender=sdk_internals.push_sender(self),
+            event_stream=sdk_internals.event_stream(self),
             request=request,
             park=self._park,
         )
@@ -427,7 +428,7 @@ class FastSendHandler(CountingRequestHandler):
         if task.status.state not in INTERRUPTED_STATES and not self._executor.pending(task.id):
             return False
         try:
-            await self._active_task_registry.get_or_create(
+            await sdk_internals.active_task_registry(self).get_or_create(
                 task.id,
                 call_context=run.call_context,
                 context_id=task.context_id,
@@ -438,6 +439,7 @@ class FastSendHandler(CountingRequestHandler):
             return False
         return True
 
+    # The one override of a private SDK method (declared in sdk_internals.OVERRIDES).
     async def _setup_active_task(self, params: Any, call_context: Any) -> Any:
         task_id = params.message.task_id
         run = self._runs.get(task_id) if task_id else None
@@ -462,7 +464,7 @@ class FastSendHandler(CountingRequestHandler):
     async def _cancel_run(self, run: StreamRun, params: CancelTaskRequest, context: Any) -> Task:
         if not has_required_fields(params):
             validate_proto_required_fields(params)
-        stored = await self._versioned_store.get(params.id, context)
+        stored = await sdk_internals.versioned_store(self).get(params.id, context)
         if stored is None:
             raise TaskNotFoundError
         if stored.task.status.state in TERMINAL_STATES:
@@ -493,7 +495,7 @@ class FastSendHandler(CountingRequestHandler):
     ) -> AsyncGenerator[Event, None]:
         if not has_required_fields(params):
             validate_proto_required_fields(params)
-        stored = await self._versioned_store.get(params.id, context)
+        stored = await sdk_internals.versioned_store(self).get(params.id, context)
         if stored is None:
             raise TaskNotFoundError
         state = stored.task.status.state
@@ -515,7 +517,7 @@ class FastSendHandler(CountingRequestHandler):
         finally:
             run.leave(listener)
         if run.parked:  # the SDK's ActiveTask holds the task now: follow it there
-            active = await self._active_task_registry.get(run.task_id)
+            active = await sdk_internals.active_task_registry(self).get(run.task_id)
             if active is not None:
                 async for event in bounded_events(active.subscribe(), self.stream_limits):
                     yield event

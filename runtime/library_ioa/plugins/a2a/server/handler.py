@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.utils.errors import A2AError, UnsupportedOperationError
 
+from library_ioa.plugins.a2a.server import sdk_internals
 from library_ioa.plugins.a2a.server.executor import STREAMING_STATE
 from library_ioa.plugins.a2a.server.finite_values import refuse_non_finite
 from library_ioa.plugins.a2a.server.list_pages import ListLimits, bounded_list
@@ -171,7 +172,8 @@ class CountingRequestHandler(DefaultRequestHandler):
         )
 
     async def _create_push_config(self, params: Any, context: Any) -> Any:
-        if not self.anonymous_push_create and self._agent_card.capabilities.push_notifications:
+        card = sdk_internals.agent_card(self)
+        if not self.anonymous_push_create and card.capabilities.push_notifications:
             refuse_anonymous_create(context)
         return await super().on_create_task_push_notification_config(params, context)
 
