@@ -6,8 +6,11 @@ move the adapter, this test and the lock together (docs in the adapter's docstri
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import sys
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -161,3 +164,55 @@ def test_private_names_are_exactly_what_the_adapter_declares() -> None:
         sdk_internals.MAP_GRPC_ERROR[1],
     } == sdk_internals.PRIVATE_NAMES
     assert all(name.startswith("_") for name in sdk_internals.PRIVATE_NAMES)
+
+
+def _check_script(monkeypatch: pytest.MonkeyPatch) -> Any:
+    path = Path(__file__).resolve().parents[2] / "scripts" / "check-sdk-internals.py"
+    spec = importlib.util.spec_from_file_location("check_sdk_internals", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look it up
+    spec.loader.exec_module(module)
+    return module
+
+
+_PROBE = """\
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.client.transports.grpc import _map_grpc_error
+import a2a.client.transports.grpc as transport
+from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
+
+
+def read(handler):
+    getattr(handler, "_push_config_store")
+    transport._map_grpc_error(handler)
+    return handler._versioned_store, DefaultRequestHandler._setup_active_task
+
+
+class Sub(CountingRequestHandler):
+    async def _cancel_local(self):
+        return await super()._setup_active_task(1, 2)
+
+    def ours(self):
+        return self._unary, self._lock, self._runs
+"""
+
+
+def test_the_check_passes_on_this_tree_and_names_each_use_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    check = _check_script(monkeypatch)
+    _, found = check.problems()
+    assert found == []
+    probe = check.ROOT / "runtime" / "library_ioa" / "sdk_probe.py"
+    _, found = check.problems({probe: _PROBE})
+    where = "runtime/library_ioa/sdk_probe.py"
+    assert found == [
+        f"{where}:2: imports a2a.client.transports.grpc._map_grpc_error",
+        f"{where}:8: getattr of the SDK's private _push_config_store",
+        f"{where}:9: reads transport._map_grpc_error of a2a",
+        f"{where}:10: reads DefaultRequestHandler._setup_active_task of a2a",
+        f"{where}:10: reads the SDK's private _versioned_store",
+        f"{where}:14: Sub overrides or shadows the SDK's private _cancel_local",
+        f"{where}:15: Sub uses the SDK's private _setup_active_task",
+    ]

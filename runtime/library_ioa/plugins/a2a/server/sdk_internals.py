@@ -2,7 +2,7 @@
 
 Written against a2a-sdk 1.3.0 (:data:`SDK_VERSION`); the lock file keeps the image on it.
 ``tests/unit/test_sdk_internals.py`` pins each name below on the installed SDK, and
-``scripts/check-sdk-internals`` fails when a private ``a2a`` name is used anywhere else.
+``scripts/check-sdk-internals.py`` fails when a private ``a2a`` name is used anywhere else.
 Moving the SDK means moving this module, its test and the lock together.
 
 What is relied on, and why:
@@ -75,7 +75,7 @@ OVERRIDES = frozenset(
     {("library_ioa.plugins.a2a.server.fast_handler", "FastSendHandler", SETUP_ACTIVE_TASK)}
 )
 """(module, class, method): the private SDK methods our classes override, each declared
-here; ``scripts/check-sdk-internals`` accepts the override and its ``super()`` call there."""
+here; ``scripts/check-sdk-internals.py`` accepts the override and its ``super()`` call there."""
 
 PRIVATE_NAMES = frozenset({*HANDLER_ATTRIBUTES, SETUP_ACTIVE_TASK, MAP_GRPC_ERROR[1]})
 """Every private SDK name this module reaches."""
