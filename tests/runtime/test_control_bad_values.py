@@ -3,20 +3,17 @@ gets an error reply naming what is wrong, nothing is steered, and the server kee
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 from pathlib import Path
 
 import pytest
+from tests.control_lines import exchange
 
 from mas.ctl.session.control import ControlServer
 from mas.runtime.boundary.control import ControlContract, SteerMode, SteerReceipt
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.integration]
-
-STEP = 10.0
 
 
 class Recorder(ControlContract):
@@ -32,24 +29,6 @@ class Recorder(ControlContract):
     async def cancel_inflight(self, session_id: str) -> bool:
         self.calls.append(("cancel", session_id))
         return False
-
-
-async def exchange(address: str, *lines: bytes) -> list[bytes]:
-    """Each line on one connection; the reply lines (b'' once the server hung up)."""
-    host, _, port = address.removeprefix("tcp://").rpartition(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    replies = []
-    try:
-        for line in lines:
-            writer.write(line)
-            await writer.drain()
-            async with asyncio.timeout(STEP):
-                replies.append(await reader.readline())
-    finally:
-        writer.close()
-        with contextlib.suppress(ConnectionError):
-            await writer.wait_closed()
-    return replies
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from tests.control_lines import exchange
 
 from mas.ctl.session.control import ControlClient, ControlServer, list_endpoints
 from mas.runtime.boundary.control import ControlContract, SteerMode, SteerReceipt
@@ -33,26 +34,6 @@ class Recorder(ControlContract):
     async def cancel_inflight(self, session_id: str) -> bool:
         self.calls.append(("cancel", session_id))
         return True
-
-
-async def exchange(address: str, *lines: bytes) -> list[bytes]:
-    """Send each line on one connection; the reply lines (b'' once the server hung up)."""
-    host, _, port = address.removeprefix("tcp://").rpartition(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    replies = []
-    try:
-        for line in lines:
-            writer.write(line)
-            await writer.drain()
-            async with asyncio.timeout(STEP):
-                replies.append(await reader.readline())
-    except ConnectionError:
-        replies.append(b"")
-    finally:
-        writer.close()
-        with contextlib.suppress(ConnectionError):
-            await writer.wait_closed()
-    return replies
 
 
 @pytest.fixture
