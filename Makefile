@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: system-deps dev lock check lint typecheck imports crd crd-check test test-unit envtest clean
+.PHONY: system-deps dev lock check lint typecheck imports crd crd-check reference test test-unit envtest clean
 
 system-deps: ## Debian packages some tests use (tmux, postgresql, wrk); needs root
 	scripts/install-system-deps
@@ -36,6 +36,9 @@ crd: ## regenerate crds/application.yaml from the pydantic models
 
 crd-check:
 	$(BIN)/python -m mas.infra.crd --check crds/application.yaml
+
+reference: ## regenerate docs/reference/ from its sources
+	$(BIN)/python -m mas.reference.application > docs/reference/application.md
 
 test:
 	$(BIN)/pytest

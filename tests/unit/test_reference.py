@@ -1,0 +1,159 @@
+"""The pages of docs/reference/ are generated, complete, and checked for drift."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+import pytest
+from pydantic import BaseModel, Field
+
+from mas.infra.models import AgentId, Application, HeaderName, Model
+from mas.reference import application
+from mas.reference.markdown import cell, code
+from tests.conftest import REPO
+
+REFERENCE = REPO / "docs" / "reference"
+PAGES: list[tuple[str, Callable[[], str], Callable[[list[str]], int]]] = [
+    ("application.md", application.render, application.main),
+]
+
+
+@pytest.mark.parametrize(("name", "render"), [(n, r) for n, r, _ in PAGES])
+def test_committed_page_matches_a_fresh_generation(name: str, render: Callable[[], str]) -> None:
+    assert (REFERENCE / name).read_text() == render(), "run `make reference` and commit it"
+
+
+@pytest.mark.parametrize(("name", "main"), [(n, m) for n, _, m in PAGES])
+def test_check_mode_reports_drift_with_the_command_to_regenerate(
+    name: str,
+    main: Callable[[list[str]], int],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stale = tmp_path / name
+    stale.write_text((REFERENCE / name).read_text() + "an edit by hand\n")
+    assert main(["--check", str(stale)]) == 1
+    assert f"{stale} differs from its source; run `make reference`" in capsys.readouterr().err
+    assert main(["--check", str(REFERENCE / name)]) == 0
+    assert main(["--check", str(tmp_path / "missing.md")]) == 2
+
+
+# --- Application ---------------------------------------------------------------------------
+
+
+def _key(annotation: Any) -> str:
+    if annotation == AgentId:
+        return "<id>"
+    if annotation == HeaderName:
+        return "<header>"
+    return "<key>"
+
+
+def model_paths(model: type[BaseModel], path: str = "") -> Iterator[tuple[str, type[BaseModel]]]:
+    """Every field path of ``model``, walked from the type hints (not from the generator)."""
+
+    def under(annotation: Any, here: str) -> Iterator[tuple[str, type[BaseModel]]]:
+        origin, args = get_origin(annotation), get_args(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            yield from model_paths(annotation, here)
+        elif origin is list:
+            yield from under(args[0], here + "[]")
+        elif origin is dict:
+            yield from under(args[1], f"{here}.{_key(args[0])}")
+        elif origin is Annotated or origin is types.UnionType:
+            for arg in args:
+                yield from under(arg, here)
+
+    for name, info in model.model_fields.items():
+        here = f"{path}.{name}" if path else name
+        yield here, model
+        yield from under(info.annotation, here)
+
+
+def test_every_field_of_the_document_is_listed_by_its_path_in_order() -> None:
+    page = (REFERENCE / "application.md").read_text()
+    index = page.split("## Every field by its path", 1)[1].split("\n## ", 1)[0]
+    listed = [line.split("`")[1] for line in index.splitlines() if line.startswith("| [`")]
+    expected = [path for path, _ in model_paths(Application)]
+    assert len(expected) > 150
+    assert listed == expected
+    assert "`spec.agency.agents.<id>.spec.delegates_to`" in index
+    assert "`spec.endpoints.<id>.headers.<header>.secret_key_ref.key`" in index
+
+
+def test_every_model_has_a_section_with_each_field_and_its_description() -> None:
+    page = (REFERENCE / "application.md").read_text()
+    for name, model in application.model_classes().items():
+        assert f"\n## {name}\n" in page, name
+        section = page.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+        for field_name, info in model.model_fields.items():
+            rows = [line for line in section.splitlines() if line.startswith(f"| `{field_name}` |")]
+            assert len(rows) == 1, f"{name}.{field_name}"
+            if info.description:
+                assert cell(info.description.replace("``", "`")) in rows[0], f"{name}.{field_name}"
+
+
+def test_rows_show_type_required_default_and_allowed_values() -> None:
+    sections = {s.name: s for s in application.build()}
+    rows = {r.name: r for r in sections["RuntimeSpec"].rows}
+    assert rows["replicas"].shape.type == "integer"
+    assert rows["replicas"].default == "`1`"
+    assert rows["replicas"].shape.allowed == ["`0` to `100`"]
+    assert rows["image_pull_policy"].shape.allowed == ["one of `Always`, `IfNotPresent`, `Never`"]
+    assert rows["resources"].default == "its fields' defaults"
+    agency = {r.name: r for r in sections["Agency"].rows}
+    assert agency["agents"].required and agency["agents"].default == "—"
+    assert agency["agents"].shape.type == "map of `<id>` to [AgentManifest](#agentmanifest)"
+    assert "1 to 200 entries" in agency["agents"].shape.allowed
+    assert sections["Skill"].paths == [
+        "spec.agency.agents.<id>.spec.skills[]",
+        "spec.endpoints.<id>.a2a.extended_skills[]",
+    ]
+    assert "set exactly one of secret_key_ref or value_env" in sections["AuthScheme"].rules
+
+
+class Inner(Model):
+    """An inner model.
+
+    Its second paragraph stays in its section only.
+    """
+
+    max_bytes: int = Field(default=2 * 1024 * 1024, gt=0, description="A size in bytes.")
+
+
+class Outer(Model):
+    """A made-up root."""
+
+    mode: Literal["a", "b"] = Field(default="a", description="The mode | with a bar.")
+    inner: Inner = Field(default_factory=lambda: Inner(max_bytes=4096))
+    by_id: dict[AgentId, Inner] = Field(default_factory=dict, max_length=3)
+    names: list[str] | None = Field(default=None, min_length=1)
+    free: dict[str, Any] = Field(default_factory=dict)
+
+
+def test_a_made_up_model_renders_each_kind_of_field() -> None:
+    sections = application.build(Outer)
+    assert [s.name for s in sections] == ["Outer", "Inner"]
+    assert sections[1].paths == ["inner", "by_id.<id>"]
+    rows = {r.name: r for r in sections[0].rows}
+    assert rows["mode"].description == "The mode \\| with a bar."
+    assert rows["inner"].default == "`{max_bytes: 4096}`"
+    assert rows["inner"].description == "An inner model."
+    assert rows["by_id"].shape.allowed[0] == "at most 3 entries"
+    assert rows["names"].shape.type == "list of string"
+    assert rows["names"].shape.allowed == ["at least 1 item"]
+    assert rows["free"].shape.type == "map (free-form)"
+    size = sections[1].rows[0]
+    assert size.default == "`2097152` (2 MiB)"
+    assert size.shape.allowed == ["> `0`"]
+    paths = [p for p, _, _ in application.field_paths(sections)]
+    assert paths == [p for p, _ in model_paths(Outer)]
+
+
+def test_markdown_cells_keep_code_and_escape_the_rest() -> None:
+    assert cell("a <b> | `x|<y>`\nz") == "a &lt;b&gt; \\| `x\\|<y>` z"
+    assert code("a`b") == "``a`b``"
+    assert code("`a") == "`` `a ``"
