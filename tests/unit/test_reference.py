@@ -8,16 +8,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import pytest
+import yaml
 from pydantic import BaseModel, Field
 
 from mas.infra.models import AgentId, Application, HeaderName, Model
-from mas.reference import application
+from mas.reference import application, helm_values
 from mas.reference.markdown import cell, code
 from tests.conftest import REPO
 
 REFERENCE = REPO / "docs" / "reference"
 PAGES: list[tuple[str, Callable[[], str], Callable[[list[str]], int]]] = [
     ("application.md", application.render, application.main),
+    ("helm-values.md", lambda: helm_values.render(REPO), helm_values.main),
 ]
 
 
@@ -32,7 +34,9 @@ def test_check_mode_reports_drift_with_the_command_to_regenerate(
     main: Callable[[list[str]], int],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(REPO)  # the Helm page reads charts/ from where it runs
     stale = tmp_path / name
     stale.write_text((REFERENCE / name).read_text() + "an edit by hand\n")
     assert main(["--check", str(stale)]) == 1
@@ -157,3 +161,58 @@ def test_markdown_cells_keep_code_and_escape_the_rest() -> None:
     assert cell("a <b> | `x|<y>`\nz") == "a &lt;b&gt; \\| `x\\|<y>` z"
     assert code("a`b") == "``a`b``"
     assert code("`a") == "`` `a ``"
+
+
+# --- Helm values ---------------------------------------------------------------------------
+
+
+def leaf_and_map_paths(node: Any, path: str = "") -> Iterator[str]:
+    for key, value in node.items():
+        here = f"{path}.{key}" if path else key
+        yield here
+        if isinstance(value, dict):
+            yield from leaf_and_map_paths(value, here)
+
+
+def test_every_value_of_each_chart_is_listed() -> None:
+    page = (REFERENCE / "helm-values.md").read_text()
+    charts = sorted((REPO / "charts").glob("*/values.yaml"))
+    assert charts
+    for values in charts:
+        data = yaml.safe_load(values.read_text())
+        section = page.split(f"\n## {values.parent.name}\n", 1)[1].split("\n## ", 1)[0]
+        listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
+        assert listed == list(leaf_and_map_paths(data)), values
+
+
+def test_values_take_the_comment_block_above_and_the_one_on_their_line() -> None:
+    text = (
+        "# About a.\n"
+        "# Second line.\n"
+        "a:\n"
+        "  b: 1   # the b\n"
+        "\n"
+        "# Detached by a blank line.\n"
+        "\n"
+        "c: 'x # not a comment'\n"
+        'd: "1"  # quoted\n'
+        "e:\n"
+        "  - name: skipped\n"
+    )
+    got = [(v.path, v.comment, v.value) for v in helm_values.values_of(text)]
+    assert got == [
+        ("a", "About a. Second line.", {"b": 1}),
+        ("a.b", "the b", 1),
+        ("c", "", "x # not a comment"),
+        ("d", "quoted", "1"),
+        ("e", "", [{"name": "skipped"}]),
+    ]
+
+
+def test_helm_page_outside_a_repository_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert helm_values.main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no charts/*/values.yaml under ") and err.count("\n") == 1
