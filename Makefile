@@ -37,9 +37,10 @@ crd: ## regenerate crds/application.yaml from the pydantic models
 crd-check:
 	$(BIN)/python -m mas.infra.crd --check crds/application.yaml
 
-reference: ## regenerate docs/reference/ (Application fields, Helm values) from their sources
+reference: ## regenerate docs/reference/ (Application fields, Helm values, mas-ctl) from their sources
 	$(BIN)/python -m mas.reference.application > docs/reference/application.md
 	$(BIN)/python -m mas.reference.helm_values > docs/reference/helm-values.md
+	$(BIN)/python -m mas.reference.cli > docs/reference/cli.md
 
 test:
 	$(BIN)/pytest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,8 +12,9 @@ import pytest
 import yaml
 from pydantic import BaseModel, Field
 
+from mas.ctl import cli as ctl_cli
 from mas.infra.models import AgentId, Application, HeaderName, Model
-from mas.reference import application, helm_values
+from mas.reference import application, cli, helm_values
 from mas.reference.markdown import cell, code
 from tests.conftest import REPO
 
@@ -20,6 +22,7 @@ REFERENCE = REPO / "docs" / "reference"
 PAGES: list[tuple[str, Callable[[], str], Callable[[list[str]], int]]] = [
     ("application.md", application.render, application.main),
     ("helm-values.md", lambda: helm_values.render(REPO), helm_values.main),
+    ("cli.md", cli.render, cli.main),
 ]
 
 
@@ -216,3 +219,46 @@ def test_helm_page_outside_a_repository_is_a_one_line_error(
     assert helm_values.main([]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no charts/*/values.yaml under ") and err.count("\n") == 1
+
+
+# --- mas-ctl -------------------------------------------------------------------------------
+
+
+def subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield sub
+                yield from subparsers(sub)
+
+
+def test_every_command_and_option_of_mas_ctl_is_listed() -> None:
+    page = (REFERENCE / "cli.md").read_text()
+    commands = list(subparsers(ctl_cli.build_parser()))
+    assert len(commands) >= len(ctl_cli.COMMAND_MODULES)
+    for parser in commands:
+        assert f"\n## {parser.prog}\n" in page, parser.prog
+        section = page.split(f"\n## {parser.prog}\n", 1)[1].split("\n## ", 1)[0]
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}" in section or f", {option}" in section, option
+            if not action.option_strings and not isinstance(action, argparse._SubParsersAction):
+                assert f"`{action.metavar or action.dest}`" in section, action.dest
+
+
+def test_exit_codes_come_from_the_cli_docstring() -> None:
+    codes, note = cli.exit_codes(ctl_cli.__doc__ or "")
+    numbers = [number for number, _ in codes]
+    assert numbers[:3] == ["0", "1", "2"] and numbers[-1] == "130"
+    assert str(ctl_cli.EXIT_INTERRUPTED) in numbers
+    assert all(meaning for _, meaning in codes)
+    assert note.startswith("Never a traceback")
+    page = (REFERENCE / "cli.md").read_text()
+    for number, _ in codes:
+        assert f"| `{number}` |" in page
+
+
+def test_exit_codes_parse_a_made_up_docstring() -> None:
+    doc = "Title.\n\nExit codes: 0 fine; 4 a; b; c; 9 gone.\nMore text.\n\nNext paragraph."
+    assert cli.exit_codes(doc) == ([("0", "fine"), ("4", "a; b; c"), ("9", "gone")], "More text.")
