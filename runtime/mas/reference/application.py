@@ -111,15 +111,14 @@ def _range(node: dict[str, Any], name: str) -> str | None:
     return ", ".join(parts) or None
 
 
-def _count(node: dict[str, Any], low: str, high: str, unit: str) -> str | None:
+def _count(node: dict[str, Any], low: str, high: str, unit: str, units: str) -> str | None:
     least, most = node.get(low), node.get(high)
-    plural = unit + ("" if unit.endswith("s") else "s")
     if least is not None and most is not None:
-        return f"{least} to {most} {plural}"
+        return f"{least} to {most} {units}"
     if most is not None:
-        return f"at most {most} {plural}"
+        return f"at most {most} {unit if most == 1 else units}"
     if least is not None:
-        return f"at least {least} {unit if least == 1 else plural}"
+        return f"at least {least} {unit if least == 1 else units}"
     return None
 
 
@@ -154,7 +153,7 @@ def describe(node: dict[str, Any], name: str, top: bool = True) -> Shape:
     kind = node.get("type")
     if kind == "array":
         item = describe(node.get("items", {}), name, top=False)
-        count = _count(node, "minItems", "maxItems", "item")
+        count = _count(node, "minItems", "maxItems", "item", "items")
         allowed += ([count] if count else []) + [f"each: {a}" for a in item.allowed]
         nested = [(f"[]{suffix}", model) for suffix, model in item.nested]
         return Shape(f"list of {item.type}", allowed, nested)
@@ -167,13 +166,13 @@ def describe(node: dict[str, Any], name: str, top: bool = True) -> Shape:
             return Shape("map (free-form)", allowed)
         key = _key_name(names)
         value = describe(value_node, name, top=False)
-        count = _count(node, "minProperties", "maxProperties", "entries")
+        count = _count(node, "minProperties", "maxProperties", "entry", "entries")
         allowed += [count] if count else []
         if names:
             key_rules = [_clause(names["description"])] if "description" in names else []
             if "pattern" in names:
                 key_rules.append("matching " + code(names["pattern"]))
-            length = _count(names, "minLength", "maxLength", "characters")
+            length = _count(names, "minLength", "maxLength", "character", "characters")
             key_rules += [length] if length else []
             allowed.append(f"keys ({code(key)}): " + "; ".join(key_rules))
         allowed += [f"each value: {a}" for a in value.allowed]
@@ -181,7 +180,7 @@ def describe(node: dict[str, Any], name: str, top: bool = True) -> Shape:
         return Shape(f"map of {code(key)} to {value.type}", allowed, nested)
     words = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
     bounds = _range(node, name)
-    length = _count(node, "minLength", "maxLength", "characters")
+    length = _count(node, "minLength", "maxLength", "character", "characters")
     allowed += [b for b in (bounds, length) if b]
     if "pattern" in node:
         allowed.append("matching " + code(node["pattern"]))
