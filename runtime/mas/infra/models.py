@@ -707,9 +707,13 @@ class ResourceRequirements(Model):
 class EnvVar(Model):
     """An environment variable for the runtime container."""
 
-    name: str = Field(min_length=1, pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-    value: str | None = None
-    secret_key_ref: SecretKeyRef | None = None
+    name: str = Field(
+        min_length=1, pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$", description="Variable name."
+    )
+    value: str | None = Field(default=None, description="Literal value.")
+    secret_key_ref: SecretKeyRef | None = Field(
+        default=None, description="Read the value from a Secret key instead of value."
+    )
 
 
 class NetworkPolicyOptions(Model):
@@ -765,7 +769,9 @@ class RuntimeSpec(Model):
     """What the operator needs to run the agent pods."""
 
     image: str = Field(default="ghcr.io/maslab/maslab:0.1.0", description="Runtime image.")
-    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        default="IfNotPresent", description="imagePullPolicy of the runtime container."
+    )
     replicas: int = Field(default=1, ge=0, le=100, description="Replicas per deployed agent.")
     autoscaling: bool = Field(
         default=False,
@@ -849,12 +855,23 @@ class ObjectMeta(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-    namespace: str | None = None
-    generation: int | None = None
-    uid: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="The Application's name (a DNS-1123 subdomain).",
+    )
+    namespace: str | None = Field(
+        default=None, description="Its namespace; the agents' objects are created there."
+    )
+    generation: int | None = Field(default=None, description="Set by the API server.")
+    uid: str | None = Field(default=None, description="Set by the API server.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Kubernetes labels.")
+    annotations: dict[str, str] = Field(
+        default_factory=dict,
+        description="Kubernetes annotations; maslab.io/conformance-run re-runs the "
+        "conformance Jobs when it changes.",
+    )
 
 
 class Condition(Model):
@@ -910,7 +927,7 @@ class Application(Model):
     apiVersion: Literal["infra.maslab.io/v1", "infra/v1"] = Field(
         description="infra.maslab.io/v1 (infra/v1 is accepted by the local tools)."
     )
-    kind: Literal["Application"]
+    kind: Literal["Application"] = Field(description="Application.")
     metadata: ObjectMeta
     spec: ApplicationSpec
     status: ApplicationStatus | None = None
