@@ -136,9 +136,8 @@ def render() -> str:
         out.append(f"| {link} | {cell(command.help)} |")
     for command in commands:
         out += ["", f"## {command.prog}", ""]
-        description = command.parser.description or command.help
-        if description:
-            out += [cell(description), ""]
+        for text in dict.fromkeys([command.help, command.parser.description or ""]):
+            out += [cell(text), ""] if text else []
         out += ["```text", _usage(command.parser), "```", ""]
         out += _argument_table(command.parser)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).rstrip("\n") + "\n"
