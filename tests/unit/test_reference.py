@@ -244,7 +244,8 @@ def test_every_command_and_option_of_mas_ctl_is_listed() -> None:
                 if option not in ("-h", "--help"):
                     assert f"`{option}" in section or f", {option}" in section, option
             if not action.option_strings and not isinstance(action, argparse._SubParsersAction):
-                assert f"`{action.metavar or action.dest}`" in section, action.dest
+                shown = action.metavar or action.dest
+                assert str(shown) in section or all(str(c) in section for c in action.choices or ())
 
 
 def test_exit_codes_come_from_the_cli_docstring() -> None:
@@ -257,6 +258,27 @@ def test_exit_codes_come_from_the_cli_docstring() -> None:
     page = (REFERENCE / "cli.md").read_text()
     for number, _ in codes:
         assert f"| `{number}` |" in page
+
+
+def test_a_made_up_parser_lists_nested_commands_once_with_their_aliases() -> None:
+    top = argparse.ArgumentParser(prog="tool")
+    top.add_argument("-n", "--count", type=int, default=3, help="how many (default: %(default)s)")
+    sub = top.add_subparsers(dest="command")
+    tasks = sub.add_parser("tasks", aliases=["t"], help="work with tasks")
+    inner = tasks.add_subparsers(dest="what")
+    show = inner.add_parser("show", help="show one")
+    show.add_argument("id", metavar="ID", help="the task id")
+    show.add_argument("--tag", action="append", required=True, choices=("a", "b"))
+    commands = list(cli._commands(top))
+    assert [(c.prog, c.help) for c in commands] == [
+        ("tool tasks", "work with tasks (also: t)"),
+        ("tool tasks show", "show one"),
+    ]
+    assert list(cli._arguments(top)) == [("-n, --count COUNT", "`3`", "how many (default: 3)")]
+    assert list(cli._arguments(commands[1].parser)) == [
+        ("ID", "required", "the task id"),
+        ("--tag {a,b}", "required", "(repeatable)"),
+    ]
 
 
 def test_exit_codes_parse_a_made_up_docstring() -> None:

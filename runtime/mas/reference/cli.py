@@ -54,7 +54,13 @@ def _arguments(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str, str]
             continue
         if action.help == argparse.SUPPRESS:
             continue
-        invocation = formatter._format_action_invocation(action)
+        # "-f, --file FILE" (argparse's own form differs between Python versions)
+        if action.option_strings:
+            invocation = ", ".join(action.option_strings)
+            if action.nargs != 0:
+                invocation += " " + formatter._format_args(action, action.dest.upper())
+        else:
+            invocation = formatter._format_args(action, action.dest)
         text = formatter._expand_help(action) if action.help else ""
         default = action.default
         if action.required:
@@ -78,8 +84,17 @@ def _commands(parser: argparse.ArgumentParser) -> Iterator[Command]:
         if not isinstance(action, argparse._SubParsersAction):
             continue
         helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+        names: dict[int, list[str]] = {}
         for name, sub in action.choices.items():
-            yield Command(sub.prog, helps.get(name, ""), sub)
+            names.setdefault(id(sub), []).append(name)
+        for name, sub in action.choices.items():
+            first, *aliases = names[id(sub)]
+            if name != first:
+                continue
+            text = helps.get(name, "")
+            if aliases:
+                text = f"{text} (also: {', '.join(aliases)})".strip()
+            yield Command(sub.prog, text, sub)
             yield from _commands(sub)
 
 
