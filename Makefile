@@ -18,7 +18,7 @@ dev: ## create .venv: exactly the versions in requirements-dev.lock, then the pr
 lock: ## resolve the newest versions pyproject.toml allows into requirements{,-dev}.lock
 	scripts/lock
 
-check: ## everything CI runs: lint, types, layers, CRD drift, tests (ARGS go to pytest)
+check: ## everything CI runs: lint, types, layers, CRD and reference drift, tests (ARGS go to pytest)
 	scripts/check $(ARGS)
 
 lint:
