@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from mas.ctl import cli as ctl_cli
 from mas.infra.models import AgentId, Application, HeaderName, Model
 from mas.reference import application, cli, helm_values
-from mas.reference.markdown import cell, code
+from mas.reference.markdown import anchor, cell, code
 from tests.conftest import REPO
 
 REFERENCE = REPO / "docs" / "reference"
@@ -164,6 +164,8 @@ def test_markdown_cells_keep_code_and_escape_the_rest() -> None:
     assert cell("a <b> | `x|<y>`\nz") == "a &lt;b&gt; \\| `x\\|<y>` z"
     assert code("a`b") == "``a`b``"
     assert code("`a") == "`` `a ``"
+    assert anchor("mas-ctl run-mas") == "mas-ctl-run-mas"
+    assert anchor("Operator at 1,000 Applications") == "operator-at-1000-applications"
 
 
 # --- Helm values ---------------------------------------------------------------------------

@@ -138,7 +138,7 @@ def render() -> str:
     """The page, exactly as committed."""
     top = cli.build_parser()
     commands = list(_commands(top))
-    out = [HEADER, "```text", _usage(top), "```", ""]
+    out = [HEADER, "## Usage and global options", "", "```text", _usage(top), "```", ""]
     out += _argument_table(top)
     codes, note = exit_codes(cli.__doc__ or "")
     out += ["", "## Exit codes", "", "| code | meaning |", "|---|---|"]

@@ -34,8 +34,8 @@ def code(text: str) -> str:
 
 
 def anchor(text: str) -> str:
-    """A stable HTML id for ``text``: lowercase letters, digits and '-'."""
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    """The id GitHub gives a heading ``text``: lowercase, punctuation dropped, spaces as '-'."""
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
 
 
 def run(render: Callable[[], str], regenerate: str, argv: Sequence[str] | None, prog: str) -> int:
