@@ -286,3 +286,8 @@ def test_a_made_up_parser_lists_nested_commands_once_with_their_aliases() -> Non
 def test_exit_codes_parse_a_made_up_docstring() -> None:
     doc = "Title.\n\nExit codes: 0 fine; 4 a; b; c; 9 gone.\nMore text.\n\nNext paragraph."
     assert cli.exit_codes(doc) == ([("0", "fine"), ("4", "a; b; c"), ("9", "gone")], "More text.")
+    listed = "Exit codes:\n- 0 fine;\n- 2 bad usage\n- 130 interrupted.\n"
+    codes = [("0", "fine"), ("2", "bad usage"), ("130", "interrupted")]
+    assert cli.exit_codes(listed) == (codes, "")
+    with pytest.raises(ValueError, match="no paragraph starting 'Exit codes:'"):
+        cli.exit_codes("A module without them.")

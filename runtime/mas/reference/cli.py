@@ -104,18 +104,22 @@ def exit_codes(docstring: str) -> tuple[list[tuple[str, str]], str]:
     ``Exit codes: 0 success; 1 the document failed; ... 130 interrupted.`` gives
     ``[("0", "success"), ("1", "the document failed"), ..., ("130", "interrupted")]``; the
     sentences after the last code's full stop (``Never a traceback...``) come back as a note.
+    The codes may also be a list, one ``- N meaning`` a line. Raises ``ValueError`` when the
+    docstring has no such paragraph.
     """
     paragraph = next(
         (" ".join(p.split()) for p in docstring.split("\n\n") if p.lstrip().startswith("Exit")),
-        "",
+        None,
     )
-    body = paragraph.removeprefix("Exit codes:").strip()
-    entries = re.split(r";\s+(?=\d+ )", body)
-    last, _, note = entries[-1].partition(". ") if entries else ("", "", "")
+    if paragraph is None or not paragraph.startswith("Exit codes:"):
+        raise ValueError("the docstring has no paragraph starting 'Exit codes:'")
+    body = paragraph.removeprefix("Exit codes:").strip().removeprefix("- ")
+    entries = re.split(r"(?:;| -)\s+(?=\d+ )", body)
+    last, _, note = entries[-1].partition(". ")
     entries[-1:] = [last.rstrip(".")]
     codes = []
     for entry in entries:
-        number, _, meaning = entry.partition(" ")
+        number, _, meaning = entry.strip().rstrip(";.").partition(" ")
         codes.append((number, meaning))
     return codes, note.strip()
 
