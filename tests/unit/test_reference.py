@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from mas.ctl import cli as ctl_cli
 from mas.infra.models import AgentId, Application, HeaderName, Model
 from mas.reference import application, cli, helm_values
-from mas.reference.markdown import anchor, cell, code
+from mas.reference.markdown import SourceError, anchor, cell, code
 from tests.conftest import REPO
 
 REFERENCE = REPO / "docs" / "reference"
@@ -283,11 +283,20 @@ def test_a_made_up_parser_lists_nested_commands_once_with_their_aliases() -> Non
     ]
 
 
+def test_a_cli_docstring_without_exit_codes_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(ctl_cli, "__doc__", "The entry point.")
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: mas.ctl.cli: the docstring has no paragraph starting 'Exit codes:'\n"
+
+
 def test_exit_codes_parse_a_made_up_docstring() -> None:
     doc = "Title.\n\nExit codes: 0 fine; 4 a; b; c; 9 gone.\nMore text.\n\nNext paragraph."
     assert cli.exit_codes(doc) == ([("0", "fine"), ("4", "a; b; c"), ("9", "gone")], "More text.")
     listed = "Exit codes:\n- 0 fine;\n- 2 bad usage\n- 130 interrupted.\n"
     codes = [("0", "fine"), ("2", "bad usage"), ("130", "interrupted")]
     assert cli.exit_codes(listed) == (codes, "")
-    with pytest.raises(ValueError, match="no paragraph starting 'Exit codes:'"):
+    with pytest.raises(SourceError, match="no paragraph starting 'Exit codes:'"):
         cli.exit_codes("A module without them.")

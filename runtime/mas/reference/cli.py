@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from mas.ctl import cli
-from mas.reference.markdown import anchor, cell, code, run
+from mas.reference.markdown import SourceError, anchor, cell, code, run
 
 REGENERATE = "make reference"
 WIDTH = 100
@@ -104,15 +104,15 @@ def exit_codes(docstring: str) -> tuple[list[tuple[str, str]], str]:
     ``Exit codes: 0 success; 1 the document failed; ... 130 interrupted.`` gives
     ``[("0", "success"), ("1", "the document failed"), ..., ("130", "interrupted")]``; the
     sentences after the last code's full stop (``Never a traceback...``) come back as a note.
-    The codes may also be a list, one ``- N meaning`` a line. Raises ``ValueError`` when the
-    docstring has no such paragraph.
+    The codes may also be a list, one ``- N meaning`` a line. Raises :class:`SourceError`
+    when the docstring has no such paragraph.
     """
     paragraph = next(
         (" ".join(p.split()) for p in docstring.split("\n\n") if p.lstrip().startswith("Exit")),
         None,
     )
     if paragraph is None or not paragraph.startswith("Exit codes:"):
-        raise ValueError("the docstring has no paragraph starting 'Exit codes:'")
+        raise SourceError("the docstring has no paragraph starting 'Exit codes:'")
     body = paragraph.removeprefix("Exit codes:").strip().removeprefix("- ")
     entries = re.split(r"(?:;| -)\s+(?=\d+ )", body)
     last, _, note = entries[-1].partition(". ")
@@ -144,7 +144,10 @@ def render() -> str:
     commands = list(_commands(top))
     out = [HEADER, "## Usage and global options", "", "```text", _usage(top), "```", ""]
     out += _argument_table(top)
-    codes, note = exit_codes(cli.__doc__ or "")
+    try:
+        codes, note = exit_codes(cli.__doc__ or "")
+    except SourceError as exc:
+        raise SourceError(f"mas.ctl.cli: {exc}") from exc
     out += ["", "## Exit codes", "", "| code | meaning |", "|---|---|"]
     out += [f"| {code(number)} | {cell(_prose(meaning))} |" for number, meaning in codes]
     if note:

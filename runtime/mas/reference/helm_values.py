@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from mas.reference.markdown import anchor, cell, code, run
+from mas.reference.markdown import SourceError, anchor, cell, code, run
 
 REGENERATE = "make reference"
 
@@ -30,7 +30,7 @@ _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z0-9_.-]+):(?P<rest>.*)$")
 _TRAILING = re.compile(r"""^(?:[^#'"]|'[^']*'|"[^"]*")*?\s#\s?(?P<comment>.*)$""")
 
 
-class ChartError(Exception):
+class ChartError(SourceError):
     """A chart's files cannot be read or parsed as the page needs them."""
 
 
@@ -160,11 +160,7 @@ def render(root: Path = Path(".")) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the page, or check a committed copy."""
-    try:
-        return run(render, REGENERATE, argv, "python -m mas.reference.helm_values")
-    except ChartError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run(render, REGENERATE, argv, "python -m mas.reference.helm_values")
 
 
 if __name__ == "__main__":

@@ -38,12 +38,23 @@ def anchor(text: str) -> str:
     return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
 
 
+class SourceError(ValueError):
+    """A page's source (a chart, a docstring) cannot be read as the page needs it."""
+
+
 def run(render: Callable[[], str], regenerate: str, argv: Sequence[str] | None, prog: str) -> int:
-    """Print ``render()``, or with ``--check FILE`` exit 1 when ``FILE`` differs from it."""
+    """Print ``render()``, or with ``--check FILE`` exit 1 when ``FILE`` differs from it.
+
+    A :class:`SourceError` is one line on stderr and exit code 2.
+    """
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs from a fresh one")
     args = parser.parse_args(argv)
-    text = render()
+    try:
+        text = render()
+    except SourceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.check is None:
         sys.stdout.write(text)
         return 0
