@@ -203,6 +203,15 @@ def test_values_take_the_comment_block_above_and_the_one_on_their_line() -> None
         'd: "1"  # quoted\n'
         "e:\n"
         "  - name: skipped\n"
+        "    port: 1\n"
+        "tolerations:\n"
+        "- key: x\n"
+        "  # inside the list\n"
+        "  operator: Exists\n"
+        "# About f.\n"
+        "f: |\n"
+        "  g: text, not a key\n"
+        "h: 2\n"
     )
     got = [(v.path, v.comment, v.value) for v in helm_values.values_of(text)]
     assert got == [
@@ -210,7 +219,10 @@ def test_values_take_the_comment_block_above_and_the_one_on_their_line() -> None
         ("a.b", "the b", 1),
         ("c", "", "x # not a comment"),
         ("d", "quoted", "1"),
-        ("e", "", [{"name": "skipped"}]),
+        ("e", "", [{"name": "skipped", "port": 1}]),
+        ("tolerations", "", [{"key": "x", "operator": "Exists"}]),
+        ("f", "About f.", "g: text, not a key\n"),
+        ("h", "", 2),
     ]
 
 

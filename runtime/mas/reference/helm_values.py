@@ -50,17 +50,28 @@ def _comment(line: str) -> str:
 def values_of(text: str) -> Iterator[Value]:
     """Every key of the values file ``text`` with its comment, in file order.
 
-    Only block mappings are walked: a key inside a list (``- name: x``) or a flow mapping
-    is part of its parent's default, not a row of its own.
+    Only block mappings are walked: the items of a list (``- name: x``), the lines of a
+    block scalar (``key: |``) and a flow mapping are part of their key's default, not rows
+    of their own.
     """
     data = yaml.safe_load(text) or {}
     stack: list[tuple[int, str]] = []
     block: list[str] = []
+    inside: int | None = None  # the indent of the key whose list or block scalar this is
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped:
             block = []
             continue
+        indent = len(line) - len(line.lstrip())
+        if stripped == "-" or stripped.startswith("- "):
+            if inside is None:
+                inside = stack[-1][0] if stack else -1
+            block = []
+            continue
+        if inside is not None and indent > inside:
+            continue
+        inside = None
         if stripped.startswith("#"):
             block.append(_comment(line))
             continue
@@ -68,7 +79,6 @@ def values_of(text: str) -> Iterator[Value]:
         if match is None:
             block = []
             continue
-        indent = len(match["indent"])
         while stack and stack[-1][0] >= indent:
             stack.pop()
         stack.append((indent, match["key"]))
@@ -82,6 +92,8 @@ def values_of(text: str) -> Iterator[Value]:
                 raise ChartError(f"{'.'.join(keys)}: not a key of the parsed values")
             node = node[key]
         yield Value(".".join(keys), " ".join(w for w in words if w), node)
+        if match["rest"].strip()[:1] in ("|", ">"):
+            inside = indent
 
 
 def _type(value: Any) -> str:
