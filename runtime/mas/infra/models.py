@@ -927,7 +927,7 @@ class Application(Model):
     apiVersion: Literal["infra.maslab.io/v1", "infra/v1"] = Field(
         description="infra.maslab.io/v1 (infra/v1 is accepted by the local tools)."
     )
-    kind: Literal["Application"] = Field(description="Application.")
+    kind: Literal["Application"] = Field(description="The resource kind.")
     metadata: ObjectMeta
     spec: ApplicationSpec
     status: ApplicationStatus | None = None

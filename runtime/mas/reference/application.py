@@ -154,7 +154,8 @@ def describe(node: dict[str, Any], name: str, top: bool = True) -> Shape:
     if kind == "array":
         item = describe(node.get("items", {}), name, top=False)
         count = _count(node, "minItems", "maxItems", "item", "items")
-        allowed += ([count] if count else []) + [f"each: {a}" for a in item.allowed]
+        allowed += [count] if count else []
+        allowed += [f"each: {'; '.join(item.allowed)}"] if item.allowed else []
         nested = [(f"[]{suffix}", model) for suffix, model in item.nested]
         return Shape(f"list of {item.type}", allowed, nested)
     if kind == "object" and "properties" not in node:
@@ -175,7 +176,7 @@ def describe(node: dict[str, Any], name: str, top: bool = True) -> Shape:
             length = _count(names, "minLength", "maxLength", "character", "characters")
             key_rules += [length] if length else []
             allowed.append(f"keys ({code(key)}): " + "; ".join(key_rules))
-        allowed += [f"each value: {a}" for a in value.allowed]
+        allowed += [f"each value: {'; '.join(value.allowed)}"] if value.allowed else []
         nested = [(f".{key}{suffix}", model) for suffix, model in value.nested]
         return Shape(f"map of {code(key)} to {value.type}", allowed, nested)
     words = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
@@ -321,7 +322,7 @@ def render() -> str:
         out.append(f"| {link} | {row.shape.type} | {default} |")
     for section in sections:
         out += ["", f"## {section.name}", "", section.description, ""]
-        paths = ", ".join(code(p or "(the document)") for p in section.paths)
+        paths = ", ".join(code(p) if p else "the document itself" for p in section.paths)
         out += [f"At: {paths}", ""]
         out += [
             "| field | type | required | default | allowed | description |",
