@@ -74,7 +74,8 @@ def model_paths(model: type[BaseModel], path: str = "") -> Iterator[tuple[str, t
             for arg in args:
                 yield from under(arg, here)
 
-    for name, info in model.model_fields.items():
+    for field, info in model.model_fields.items():
+        name = info.alias or field  # as the document spells it (status.routes[].from)
         here = f"{path}.{name}" if path else name
         yield here, model
         yield from under(info.annotation, here)
@@ -96,7 +97,8 @@ def test_every_model_has_a_section_with_each_field_and_its_description() -> None
     for name, model in application.model_classes().items():
         assert f"\n## {name}\n" in page, name
         section = page.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
-        for field_name, info in model.model_fields.items():
+        for python_name, info in model.model_fields.items():
+            field_name = info.alias or python_name
             rows = [line for line in section.splitlines() if line.startswith(f"| `{field_name}` |")]
             assert len(rows) == 1, f"{name}.{field_name}"
             if info.description:

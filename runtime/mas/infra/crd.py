@@ -44,6 +44,13 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "description": "Ready deployed agents / deployed agents",
     },
     {
+        "name": "Edges",
+        "type": "string",
+        "priority": 1,
+        "jsonPath": ".status.edges_ready",
+        "description": "Ready edges / edges (status.routes)",
+    },
+    {
         "name": "Wired",
         "type": "string",
         "priority": 1,

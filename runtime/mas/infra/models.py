@@ -809,6 +809,32 @@ class ConformanceSpec(Model):
     )
 
 
+class RoutesSpec(Model):
+    """How the operator reports the Application's edges (``status.routes``)."""
+
+    check_external: bool = Field(
+        default=False,
+        description="Check the AgentCard of every external A2A endpoint (usage use) a "
+        "delegation reaches: the operator GETs <url>/.well-known/agent-card.json every "
+        "check_interval_seconds, backing off after failures, and reports the edge Ready or "
+        "Unreachable. Off: such edges stay Unknown.",
+    )
+    check_interval_seconds: float = Field(
+        default=60.0,
+        ge=1,
+        le=86400,
+        description="Seconds between checks of a card that answered. After a failure the "
+        "next check comes after this, then twice as long after each further failure, up to "
+        "16 times this (at most a day).",
+    )
+    check_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=60,
+        description="Deadline of one card check (connect and read), in seconds.",
+    )
+
+
 class ApplicationSpec(Model):
     """The multi-agent system and its public protocol endpoints."""
 
@@ -847,6 +873,10 @@ class ApplicationSpec(Model):
     conformance: ConformanceSpec = Field(
         default_factory=ConformanceSpec,
         description="Probe the deployed agents' AgentCards with conformance Jobs (off by default).",
+    )
+    routes: RoutesSpec = Field(
+        default_factory=RoutesSpec,
+        description="How status.routes reports the edges (external card checks are opt-in).",
     )
 
 
@@ -909,6 +939,46 @@ class AgentStatus(Model):
     )
 
 
+RouteState = Literal["Ready", "Pending", "Unreachable", "Unknown"]
+
+
+class RouteStatus(Model):
+    """One edge of the Application: a delegates_to target or a tool server of an agent."""
+
+    from_: str = Field(
+        alias="from", description="The agent that delegates or calls the tool server."
+    )
+    to: str = Field(description="The target: an agent or endpoint id, or a tool server id.")
+    via: str = Field(
+        description="How the edge is carried: in-process (the target runs in the same pod), "
+        "a2a, grpc (an in-cluster target serving gRPC, used once its channel is up), mcp "
+        "(a tool server), or another agent_comm plugin's protocol.",
+    )
+    url: str | None = Field(
+        default=None,
+        description="The url the pods use: the target's Service url for a deployed agent of "
+        "this Application, the configured url for an external endpoint; absent in-process.",
+    )
+    state: RouteState = Field(
+        description="Ready; Pending (the in-cluster target, or the pods hosting an in-process "
+        "edge, have no ready replica); Unreachable (the opt-in card check failed); Unknown "
+        "(an external endpoint not checked, or not checked yet).",
+    )
+    reason: str = Field(description="CamelCase reason for the state.")
+    message: str = Field(default="", description="What a person needs to know, or to do.")
+    lastTransitionTime: str | None = Field(
+        default=None, description="When state last changed, RFC 3339."
+    )
+    checkFailures: int | None = Field(
+        default=None,
+        description="Consecutive failed card checks (only while the check fails).",
+    )
+    nextCheckTime: str | None = Field(
+        default=None,
+        description="When the failing card check is tried again, RFC 3339 (backoff).",
+    )
+
+
 class ApplicationStatus(Model):
     """Observed state, recomputed from the world on every reconcile."""
 
@@ -917,8 +987,16 @@ class ApplicationStatus(Model):
     observedGeneration: int | None = None
     phase: str | None = None
     agents_ready: str | None = None
+    edges_ready: str | None = Field(
+        default=None, description="Ready edges / edges (status.routes), e.g. 3/5."
+    )
     conditions: list[Condition] = Field(default_factory=list)
     agents: dict[str, AgentStatus] = Field(default_factory=dict)
+    routes: list[RouteStatus] = Field(
+        default_factory=list,
+        description="One entry per delegates_to edge and per tool-server edge, recomputed "
+        "on every reconcile.",
+    )
 
 
 class Application(Model):

@@ -240,8 +240,10 @@ def build(root: type[BaseModel] = Application) -> list[Section]:
     def section(name: str) -> Section:
         definition, model = definitions[name], classes[name]
         rows = []
+        # the schema names a field by its alias (status.routes[].from is from_ in Python)
+        by_key = {info.alias or name: info for name, info in model.model_fields.items()}
         for field_name, node in definition.get("properties", {}).items():
-            info = model.model_fields[field_name]
+            info = by_key[field_name]
             shape = describe(node, field_name)
             text = node.get("description") or next(
                 (_first_paragraph(definitions[m].get("description", "")) for _, m in shape.nested),
