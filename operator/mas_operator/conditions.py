@@ -8,7 +8,9 @@ the in-cluster URL model mapped to a Service or cannot make reachable from a pod
 carries reason, message and observedGeneration; ``lastTransitionTime`` changes only when
 the status flips. ``phase`` summarises them for the printer column and never drives logic.
 ``Conformant`` (:mod:`mas_operator.conformance`) is added when ``spec.conformance.enabled``;
-it never drives ``Ready`` or ``phase``.
+it never drives ``Ready`` or ``phase``. ``status.routes`` and ``edges_ready`` come from
+:mod:`mas_operator.edges`; ``Wired``'s message names the edges that are not Ready, its
+status and reason stay what the wiring says.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from mas_operator.backoff import describe_delay
 from mas_operator.conformance import CONFORMANT, ConformanceObserved, conformant_condition
+from mas_operator.edges import EdgeState, edges_ready, not_ready_summary, routes_status
 
 READY = "Ready"
 RECONCILING = "Reconciling"
@@ -76,6 +79,8 @@ class Observed:
     retry_in: float | None = None  # seconds until the failed apply is retried
     # None: not observed by this reconcile (stalled, apply failed), the last verdicts stay
     conformance: ConformanceObserved | None = None
+    # None: not observed by this reconcile (stalled, apply failed), the last routes stay
+    routes: tuple[EdgeState, ...] | None = None
 
     @property
     def stalled(self) -> bool:
@@ -121,10 +126,13 @@ def _stall_detail(seen: Observed) -> str:
 
 
 def wired_condition(seen: Observed) -> dict[str, Any]:
-    """``Wired=True``: the routes, and every url the cluster does not use as written."""
+    """``Wired=True``: the routes, the edges that are not Ready, and every url the cluster
+    does not use as written."""
+    edges = not_ready_summary(seen.routes) if seen.routes is not None else ""
+    summary = f"{seen.wiring_summary}; {edges}" if edges else seen.wiring_summary
     if not seen.url_notes:
-        return _condition(WIRED, True, "Wired", seen.wiring_summary, seen.generation)
-    message = f"{seen.wiring_summary}; pod-local urls: " + "; ".join(seen.url_notes)
+        return _condition(WIRED, True, "Wired", summary, seen.generation)
+    message = f"{summary}; pod-local urls: " + "; ".join(seen.url_notes)
     return _condition(WIRED, True, POD_LOCAL_URLS, message, seen.generation)
 
 
@@ -202,14 +210,16 @@ def phase_of(seen: Observed) -> str:
 
 
 def build_status(seen: Observed, previous: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The status to merge-patch: removed agents are set to ``None`` so the patch drops them."""
+    """The status to merge-patch: removed agents are set to ``None`` so the patch drops them;
+    without observed routes, ``routes`` and ``edges_ready`` are left out (they stay)."""
     previous = previous or {}
     before = previous.get("conditions") or []
     desired = desired_conditions(seen)
     conformance = seen.conformance
     if conformance is not None and conformance.enabled:
         desired.append(conformant_condition(conformance.agents, seen.generation))
-    conditions = with_transition_times(desired, before, now())
+    at = now()
+    conditions = with_transition_times(desired, before, at)
     if conformance is None:
         conditions += [c for c in before if c.get("type") == CONFORMANT]
     agents: dict[str, Any] = {name: None for name in previous.get("agents") or {}}
@@ -218,10 +228,14 @@ def build_status(seen: Observed, previous: Mapping[str, Any] | None) -> dict[str
         for name in seen.agents:
             verdict = conformance.agents.get(name) if conformance.enabled else None
             agents[name]["conformant"] = verdict.as_status() if verdict else None
-    return {
+    out = {
         "observedGeneration": seen.generation,
         "phase": phase_of(seen),
         "agents_ready": seen.agents_ready,
         "conditions": conditions,
         "agents": agents,
     }
+    if seen.routes is not None:
+        out["edges_ready"] = edges_ready(seen.routes)
+        out["routes"] = routes_status(seen.routes, previous.get("routes") or [], at)
+    return out
