@@ -15,6 +15,9 @@
   (:mod:`mas_operator.indexes`), not with a LIST, and runs in the operator's own worker
   threads (:data:`RECONCILE_WORKERS`), so a burst of reconciles never queues the Lease
   renewals, which use the loop's default executor.
+- The opt-in AgentCard checks of external endpoints (:mod:`mas_operator.cardchecks`) run
+  on the loop beside the reconciles: a reconcile is given their latest verdicts and says
+  which urls its Application wants checked; a verdict that changes marks it dirty.
 - Both paths share one :class:`~mas_operator.backoff.Retries`: an Application whose last
   reconcile failed is tried again when its backoff is due (the resync loop wakes for it),
   not sooner, whoever asks; a new generation is tried at once. A kopf retry that comes
@@ -47,6 +50,7 @@ from mas_operator.backoff import (
     failure_reason,
     honour_retry_after,
 )
+from mas_operator.cardchecks import CardChecks
 from mas_operator.children import CHILD_KINDS
 from mas_operator.indexes import ChildIndex
 from mas_operator.kube import Cluster, api_message, retry_after
@@ -88,15 +92,20 @@ class OperatorContext:
     # uid: the children (kind, name, resourceVersion) seen while its reconcile ran
     held: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
     closing: bool = False
+    cards: CardChecks = field(init=False)  # the opt-in AgentCard checks (on_change: dirty)
     _workers: ThreadPoolExecutor | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.cards = CardChecks(self.mark_dirty)
 
     def close(self) -> None:
         """Make the resync loop return (a flag, not only a cancellation: Python 3.11's
         ``wait_for`` can swallow a cancellation that races with the event it waits for)."""
         self.closing = True
         self._wake.set()
+        self.cards.close()
         if self._workers is not None:
             self._workers.shutdown(wait=False, cancel_futures=True)
 
@@ -184,6 +193,8 @@ class OperatorContext:
         self.settled.pop(uid, None)
         self.statuses.pop(uid, None)
         self.held.pop(uid, None)
+        self.cards.forget(uid)
+        self.cluster.edges_warned.pop(uid, None)
         self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
 
@@ -258,6 +269,7 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
         existing = ctx.children.children_of(uid) if ctx.children is not None else None
         ctx.settled.pop(uid, None)
         written = ctx.written[uid] = dict(ctx.written.get(uid, {}))  # filled as it applies
+        checked = ctx.cards.version(uid)  # a verdict that changes meanwhile: reconcile again
         started = time.perf_counter()
         attributes = {
             "k8s.namespace.name": meta.get("namespace"),
@@ -275,6 +287,7 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
                         last=ctx.last_applied.get(uid),
                         existing=existing,
                         written=written,
+                        verdicts=ctx.cards.verdicts(uid),
                     )
                 )
                 if span is not None:
@@ -309,6 +322,10 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
         # Application (remember) or event of a child (mark_dirty) unsettles it.
         settled_as = snapshot if outcome.status_written is None else outcome.status_written
         ctx.settled[uid] = application_inputs(settled_as)
+    if outcome.cards is not None and uid in ctx.apps:  # not for one deleted meanwhile
+        ctx.cards.want(uid, outcome.cards.urls, outcome.cards.settings)
+    if ctx.cards.version(uid) != checked:
+        ctx.mark_dirty(uid)  # this reconcile read an older verdict
     for kind, count in outcome.applied.items():
         ctx.metrics.children_applied.labels(kind=kind).inc(count)
     return outcome

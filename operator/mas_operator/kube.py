@@ -59,6 +59,8 @@ class Cluster:
     # The url warnings last posted per Application uid: a reconcile that starts from a copy
     # older than its predecessor's status write must not post them again.
     warned: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # uid: the edges an EdgeNotReady Warning was posted for, until they are Ready again
+    edges_warned: dict[str, set[tuple[str, str, str]]] = field(default_factory=dict)
 
     def _call(
         self,

@@ -4,7 +4,8 @@ Steps: plan the document (validate and wire); list the children that exist; when
 fails, touch no child and report ``Stalled`` (a bad update keeps the running children exactly
 as they were); otherwise server-side apply every child (owned by the Application), delete
 owned children the plan no longer has, run the conformance step (:mod:`mas_operator.probes`)
-and report readiness (and, when asked for, conformance) from what it found.
+and report readiness, the state of every edge (:mod:`mas_operator.edges`, with the latest
+card checks the caller passes in) and, when asked for, conformance, from what it found.
 The function does blocking API I/O: handlers run it in a worker thread.
 """
 
@@ -20,6 +21,7 @@ from kubernetes.client import ApiException
 
 from mas.infra.errors import ApplicationInvalid
 from mas_operator.backoff import honour_retry_after
+from mas_operator.cardchecks import CardVerdict, CardWant, CheckSettings
 from mas_operator.children import CHILD_KINDS, build_children, secret_names
 from mas_operator.conditions import (
     APPLY_REFUSED,
@@ -33,6 +35,7 @@ from mas_operator.conditions import (
     build_status,
     phase_of,
 )
+from mas_operator.edges import EdgeState, card_targets, edge_states, plan_edges, transitions
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.manifests import owned
 from mas_operator.names import (
@@ -64,6 +67,8 @@ class Outcome:
     self_contained: bool = False
     # The Application as our status patch left it (None: the status was not written).
     status_written: Mapping[str, Any] | None = None
+    # The card checks this generation asks for (None: not observed, leave them as they are).
+    cards: CardWant | None = None
 
     @property
     def stalled(self) -> bool:
@@ -147,13 +152,46 @@ def warn_on_pod_local_urls(
         return
     new = wired(status.get("conditions"))
     old = wired((body.get("status") or {}).get("conditions"))
-    same = (old.get("reason"), old.get("message")) == (new["reason"], new["message"])
+    # the message also lists the edges that are not Ready: only the notes matter here
+    same = old.get("reason") == new["reason"] and all(
+        note in str(old.get("message")) for note in notes
+    )
     if same or cluster.warned.get(uid) == notes:
         return
     cluster.warned[uid] = notes
     for note in notes:
         cluster.post_event(body, "Warning", POD_LOCAL_URLS, note)
         logger.warning("Application %s/%s: %s", meta["namespace"], meta["name"], note)
+
+
+EDGE_NOT_READY = "EdgeNotReady"
+EDGE_READY = "EdgeReady"
+
+
+def announce_edges(
+    cluster: Cluster,
+    body: Mapping[str, Any],
+    states: tuple[EdgeState, ...],
+    previous: list[Mapping[str, Any]],
+) -> None:
+    """A Warning Event for each edge that left Ready since ``previous`` (the status
+    before), and a Normal one when an edge warned about is Ready again."""
+    meta = body["metadata"]
+    warned = cluster.edges_warned.setdefault(str(meta.get("uid")), set())
+    for change in transitions(states, previous):
+        edge, now = change.edge, change.now
+        if change.was == "Ready":
+            message = f"edge {edge.describe()} is {now.state}: {now.message}"
+            cluster.post_event(body, "Warning", EDGE_NOT_READY, message)
+            logger.warning("Application %s/%s: %s", meta["namespace"], meta["name"], message)
+            warned.add(edge.key)
+        elif edge.key in warned:
+            warned.discard(edge.key)
+            cluster.post_event(
+                body, "Normal", EDGE_READY, f"edge {edge.describe()} is Ready: {now.message}"
+            )
+    current = {s.edge.key for s in states}
+    warned &= current  # an edge that is gone needs no recovery event
 
 
 def _stall(error: ApplicationInvalid) -> tuple[str, str]:
@@ -241,6 +279,7 @@ def reconcile(
     last: Mapping[ChildKey, Applied] | None = None,
     existing: Mapping[str, list[dict[str, Any]]] | None = None,
     written: MutableMapping[ChildKey, str] | None = None,
+    verdicts: Mapping[str, CardVerdict] | None = None,
 ) -> Outcome:
     """Bring the children of ``body`` to what its spec asks; write its status.
 
@@ -252,6 +291,9 @@ def reconcile(
     (:meth:`mas_operator.indexes.ChildIndex.children_of`); without it they are listed.
     ``written``: gets each child's resourceVersion as soon as its apply returns, so that the
     watch event of our own write, often handled before this reconcile ends, is known as ours.
+    ``verdicts``: the latest AgentCard checks of the external endpoints, by url
+    (:meth:`mas_operator.cardchecks.CardChecks.verdicts`); :attr:`Outcome.cards` says which
+    urls this generation wants checked.
     """
     meta = body["metadata"]
     name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
@@ -312,17 +354,29 @@ def reconcile(
         [a for a in applied if a.get("kind") == "Service"],
     )
     conformance = sync_conformance(cluster, body, plan, desired, agents)
+    checks = plan.app.spec.routes
+    edges = plan_edges(plan)
+    previous_routes = list((body.get("status") or {}).get("routes") or [])
+    states = edge_states(
+        edges,
+        agents,
+        check=checks.check_external,
+        verdicts=verdicts,
+        previous=previous_routes,
+    )
     seen = Observed(
         generation,
         agents,
         wiring_summary=_wiring_summary(plan),
         url_notes=tuple(str(note) for note in plan.notes),
         conformance=conformance,
+        routes=states,
     )
     status = build_status(seen, body.get("status"))
     written_status = None
     if _changes(body.get("status"), status):
         written_status = cluster.patch_status(namespace, name, status)
+    announce_edges(cluster, body, states, previous_routes)
     warn_on_pod_local_urls(cluster, body, status, seen.url_notes)
     warn_when_not_conformant(cluster, body, status)
     logger.debug(
@@ -350,4 +404,10 @@ def reconcile(
         remembered,
         self_contained,
         written_status,
+        CardWant(
+            card_targets(edges),
+            CheckSettings(checks.check_interval_seconds, checks.check_timeout_seconds)
+            if checks.check_external
+            else None,
+        ),
     )

@@ -269,7 +269,7 @@ async def _run_kopf(
     ctx = OperatorContext(
         Cluster(api), handle.metrics, options.resync, retries=Retries(options.backoff)
     )
-    tasks = [asyncio.create_task(resync_loop(ctx))]
+    tasks = [asyncio.create_task(resync_loop(ctx)), asyncio.create_task(ctx.cards.run())]
     if elector is not None:
         tasks.append(asyncio.create_task(_keep_lease(elector, stop, lost)))
     try:

@@ -98,7 +98,15 @@ def test_example_converges_with_owned_children_and_status(start_operator: Any, a
         "url": f"http://{APP}-concierge.{api.ns}.svc:8401",  # the loopback url, mapped
         "card_url": f"http://{APP}-concierge.{api.ns}.svc:8401/.well-known/agent-card.json",
     }
-    assert set(status) == {"observedGeneration", "phase", "agents_ready", "conditions", "agents"}
+    assert set(status) == {
+        "observedGeneration",
+        "phase",
+        "agents_ready",
+        "edges_ready",
+        "conditions",
+        "agents",
+        "routes",
+    }
     columns = printer_columns(api, APP)
     assert (columns["Ready"], columns["Phase"], columns["Agents"]) == ("True", "Ready", "2/2")
     annotations = api.get(APP)["metadata"].get("annotations") or {}
