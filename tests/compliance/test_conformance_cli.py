@@ -139,7 +139,7 @@ async def test_mas_ctl_serve_passes_the_probe(tmp_path: Path) -> None:
         for check in ("send-message", "streaming", "get-task", "cancel-task", "push-config"):
             assert by_check[(binding, check)].status == "pass", by_check[(binding, check)]
         assert by_check[(binding, "unknown-task-error")].status == "pass"
-    # The exposure mounts corrections.GrpcVersionCheck, so every transport checks A2A-Version.
+    # The exposure mounts grpc_corrections.GrpcVersionCheck, so every transport checks A2A-Version.
     assert result.failures() == []
     for binding in ("JSONRPC", "HTTP+JSON", "GRPC"):
         assert by_check[(binding, "version-header")].status == "pass"

@@ -66,10 +66,10 @@ from library_ioa.plugins.a2a.agentcard import (
     extended_card,
     grpc_target,
 )
-from library_ioa.plugins.a2a.corrections import GrpcVersionCheck, HttpCorrections
+from library_ioa.plugins.a2a.corrections import HttpCorrections
+from library_ioa.plugins.a2a.grpc_corrections import GrpcVersionCheck
 from library_ioa.plugins.a2a.server.auth import (
     Authenticator,
-    GrpcAuth,
     HttpAuth,
     resolve_credentials,
 )
@@ -82,21 +82,23 @@ from library_ioa.plugins.a2a.server.fast_grpc import FastGrpcHandler
 from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
 from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
 from library_ioa.plugins.a2a.server.fast_stream import StreamLimits
+from library_ioa.plugins.a2a.server.grpc_auth import GrpcAuth, GrpcPrincipals
 from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck
 from library_ioa.plugins.a2a.server.grpc_guard import GrpcLimits
+from library_ioa.plugins.a2a.server.grpc_listener import GrpcListener
+from library_ioa.plugins.a2a.server.grpc_tracing import GrpcTracing
 from library_ioa.plugins.a2a.server.hot_lane import hot_lane
 from library_ioa.plugins.a2a.server.http_guard import HttpLimits
 from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
 from library_ioa.plugins.a2a.server.list_pages import ListLimits
-from library_ioa.plugins.a2a.server.listeners import GrpcListener, HttpListener, ListenError
+from library_ioa.plugins.a2a.server.listeners import HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
-from library_ioa.plugins.a2a.server.principals import GrpcPrincipals
 from library_ioa.plugins.a2a.server.push import PushUrlPolicy
 from library_ioa.plugins.a2a.server.push_configs import CappedPushConfigStore
 from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
 from library_ioa.plugins.a2a.server.stream_errors import EarlyStreamErrors
-from library_ioa.plugins.a2a.server.tracing import GrpcTracing, HttpTracing
+from library_ioa.plugins.a2a.server.tracing import HttpTracing
 from mas.infra.addresses import parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint
 from mas.runtime.agent import Agent

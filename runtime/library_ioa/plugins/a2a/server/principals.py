@@ -2,7 +2,8 @@
 
 With ``a2a.auth`` each scheme of the endpoint is a principal, named by its id on the card
 (``bearer``, ``apiKey``, ``bearer2``, ...): whoever presents that credential. After
-:class:`~library_ioa.plugins.a2a.server.auth.HttpAuth` or the gRPC builder here has
+:class:`~library_ioa.plugins.a2a.server.auth.HttpAuth` or the gRPC builder
+(:class:`~library_ioa.plugins.a2a.server.grpc_auth.GrpcPrincipals`) has
 matched a credential, the request's ``ServerCallContext.user`` is that principal, and the
 SDK's stores scope by it (their ``owner_resolver`` is ``context.user.user_name``): a task
 and its push-notification configs belong to the principal that created the task. Another
@@ -24,14 +25,9 @@ conversation by it, so ownership survives a restart with the durable stores.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from a2a.auth.user import UnauthenticatedUser, User
-from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder
-
-if TYPE_CHECKING:  # auth.py imports this module
-    from library_ioa.plugins.a2a.server.auth import Authenticator
-
+from a2a.auth.user import User
 
 SESSION_SEPARATOR = "/"
 
@@ -77,19 +73,3 @@ class Principal(User):
     @property
     def display_name(self) -> str:
         return self._name
-
-
-class GrpcPrincipals(DefaultGrpcServerCallContextBuilder):
-    """The gRPC context builder that names the principal from the call's metadata."""
-
-    def __init__(self, authenticator: Authenticator) -> None:
-        self.authenticator = authenticator
-
-    def build_user(self, context: Any) -> User:
-        wanted = self.authenticator.headers
-        presented: dict[str, bytes] = {}
-        for key, value in context.invocation_metadata() or ():
-            if key.lower() in wanted:
-                presented[key.lower()] = value.encode() if isinstance(value, str) else value
-        name = self.authenticator.principal(presented)
-        return Principal(name) if name is not None else UnauthenticatedUser()
