@@ -29,8 +29,8 @@ from durable_support import STEP, get_task, list_tasks, serve_on_store
 from sqlalchemy.ext.asyncio import create_async_engine
 from tests.a2a.a2a_support import Served, sdk_client, send, user_message, wait_for
 
-from library_ioa.plugins.a2a.server import final_state
-from library_ioa.plugins.a2a.server.stores import FinalStateVersionedStore
+from library_ioa.plugins.a2a.server import sql_guards
+from library_ioa.plugins.a2a.server.sql_guards import FinalStateVersionedStore
 
 pytestmark = pytest.mark.integration
 
@@ -161,7 +161,7 @@ async def test_without_the_guard_the_sdk_overwrites_canceled(
 ) -> None:
     """The reproduction: the SDK reloads on the first conflicting write, sees CANCELED, and
     then still applies the turn's next event (COMPLETED) at the fresh version."""
-    monkeypatch.setattr(final_state, "refuses", lambda stored, task: False)
+    monkeypatch.setattr(sql_guards, "refuses", lambda stored, task: False)
     states, _ = await _cancel_elsewhere_then_finish(pg_url, writes)
     assert states == [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_COMPLETED]
 

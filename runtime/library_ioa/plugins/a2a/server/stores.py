@@ -73,14 +73,10 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from library_ioa.plugins.a2a.server.final_state import (
-    FinalStateTaskStore,
-    FinalStateVersionedStore,
-    GuardedEventStream,
-    refuses,
-)
+from library_ioa.plugins.a2a.server.final_state import FinalStateTaskStore, refuses
 from library_ioa.plugins.a2a.server.memory_store import BoundedMemoryTaskStore
 from library_ioa.plugins.a2a.server.runs import RunBook
+from library_ioa.plugins.a2a.server.sql_guards import FinalStateVersionedStore, GuardedEventStream
 from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
 from mas.runtime.history import ConversationStore
