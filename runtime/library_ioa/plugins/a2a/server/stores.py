@@ -18,6 +18,8 @@ into what the SDK's request handler takes:
   agent's conversations (session history, pending question) go to the same database
   (:class:`~library_ioa.plugins.a2a.server.sql_history.SqlConversationStore`), so any
   replica continues any conversation.
+  Built by :mod:`library_ioa.plugins.a2a.server.sql_stores`, imported for a ``sql`` store
+  only (SQLAlchemy and the driver are never loaded with ``memory``).
 
 Rules every variant keeps:
 
@@ -47,42 +49,29 @@ the database URL without its password.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from a2a.server.cluster import (
-    DatabaseTaskEventStream,
-    LegacyTaskStoreAdapter,
-    TaskEventStream,
-    VersionedDatabaseTaskStore,
-    VersionedTaskStore,
-)
+from a2a.server.cluster import LegacyTaskStoreAdapter, TaskEventStream, VersionedTaskStore
 from a2a.server.tasks import (
-    DatabasePushNotificationConfigStore,
     InMemoryPushNotificationConfigStore,
     PushNotificationConfigStore,
     TaskStore,
 )
-from sqlalchemy import event
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from library_ioa.plugins.a2a.server.final_state import FinalStateTaskStore, refuses
 from library_ioa.plugins.a2a.server.memory_store import BoundedMemoryTaskStore
-from library_ioa.plugins.a2a.server.runs import RunBook
-from library_ioa.plugins.a2a.server.sql_guards import FinalStateVersionedStore, GuardedEventStream
-from mas.infra.models import SecretKeyRef, TaskStoreOptions
-from mas.infra.secrets import secret_env_name
+from mas.infra.models import TaskStoreOptions
 from mas.runtime.history import ConversationStore
 from mas.runtime.memory_history import MemoryConversationStore
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:  # a sql store's (server/sql_stores.py): loaded with one only
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from library_ioa.plugins.a2a.server.runs import RunBook
 
 LEASE_SECONDS = 20.0
 HEARTBEAT_SECONDS = LEASE_SECONDS / 4
@@ -121,165 +110,17 @@ class TaskStores:
         return self.engine is not None
 
     async def start(self, replica_id: str) -> None:
-        """Create the tables, fail what a dead replica left running, start the heartbeat."""
-        if self.engine is None:
-            return
-        _check_sqlite_directory(self.engine, self.shown_url)
-        try:
-            await _initialize(self)
-            if self.runs is not None:
-                await self.runs.start(replica_id)
-                lost = await self.runs.sweep(self.inner_store(), starting=True)
-                if lost:
-                    logger.warning(
-                        "agent %s: %d task(s) whose turn died with an earlier process are now "
-                        "failed",
-                        self.agent_id,
-                        lost,
-                    )
-        except (SQLAlchemyError, OSError) as exc:
-            await self.engine.dispose()
-            raise TaskStoreError(
-                f"a2a.task_store: cannot open {self.shown_url}: {_reason(exc)}"
-            ) from None
-        if self.runs is not None:
-            self._beating = asyncio.create_task(
-                self._beat(), name=f"task-store-heartbeat:{self.agent_id}"
-            )
+        """Open the stores before serving (in memory: nothing to open)."""
 
     def inner_store(self) -> VersionedTaskStore:
-        """The versioned store under the guard."""
+        """The task store as a versioned store (the SDK's adapter around an unversioned one)."""
         store = self.task_store
-        if isinstance(store, FinalStateVersionedStore):
-            return store.inner
         if isinstance(store, VersionedTaskStore):
             return store
         return LegacyTaskStoreAdapter(store)
 
-    async def _beat(self) -> None:
-        assert self.runs is not None
-        while True:
-            await asyncio.sleep(self.heartbeat)
-            try:
-                await self.runs.beat()
-                lost = await self.runs.sweep(self.inner_store(), starting=False)
-                if lost:
-                    logger.warning(
-                        "agent %s: %d task(s) of replicas whose lease ran out are now failed",
-                        self.agent_id,
-                        lost,
-                    )
-                refused = await self.runs.recover(self.inner_store())
-                if refused:
-                    logger.warning(
-                        "agent %s: %d task(s) whose write the task store refused are now failed",
-                        self.agent_id,
-                        refused,
-                    )
-            except (SQLAlchemyError, OSError) as exc:
-                logger.warning(
-                    "agent %s: task store heartbeat failed: %s", self.agent_id, _reason(exc)
-                )
-            except Exception:  # the heartbeat must outlive any surprise, or others fail our tasks
-                logger.exception("agent %s: task store heartbeat failed", self.agent_id)
-
     async def aclose(self) -> None:
-        """Stop the heartbeat, leave the replica table and close the engine."""
-        if self._beating is not None:
-            self._beating.cancel()
-            await asyncio.gather(self._beating, return_exceptions=True)
-            self._beating = None
-            if self.runs is not None:
-                try:
-                    await self.runs.leave()
-                except (SQLAlchemyError, OSError) as exc:
-                    logger.warning(
-                        "agent %s: cannot leave the replica table: %s", self.agent_id, _reason(exc)
-                    )
-        if self.engine is not None:
-            await self.engine.dispose()
-
-
-async def _initialize(stores: TaskStores) -> None:
-    inner = stores.inner_store()
-    if isinstance(inner, VersionedDatabaseTaskStore):
-        await inner.initialize()
-    stream = stores.event_stream
-    if isinstance(stream, GuardedEventStream):
-        stream = stream.inner
-    if isinstance(stream, DatabaseTaskEventStream):
-        await stream.initialize()
-    if isinstance(stores.push_config_store, DatabasePushNotificationConfigStore):
-        await stores.push_config_store.initialize()
-    if stores.engine is not None:  # only a database store has loaded the SQL history
-        from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
-
-        if isinstance(stores.history, SqlConversationStore):
-            await stores.history.initialize()
-
-
-def _check_sqlite_directory(engine: AsyncEngine, shown: str) -> None:
-    """A SQLite file needs its directory (a failed aiosqlite connect leaves a thread behind)."""
-    if engine.url.get_backend_name() != "sqlite":
-        return
-    database = engine.url.database or ""
-    if database in ("", ":memory:") or database.startswith("file:"):
-        return
-    directory = Path(database).expanduser().resolve().parent
-    if not directory.is_dir():
-        raise TaskStoreError(
-            f"a2a.task_store: cannot open {shown}: the directory {directory} does not exist; "
-            "accepted: a file in an existing, writable directory (in a pod, the volume's mount)"
-        )
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-def _engine(url: URL) -> AsyncEngine:
-    """PostgreSQL: a pool with pre-ping. SQLite: one connection in WAL mode, so this
-    process's writers queue for it instead of failing with "database is locked"."""
-    if url.get_backend_name() != "sqlite":
-        return create_async_engine(url, pool_pre_ping=True)
-    engine = create_async_engine(
-        url, pool_size=1, max_overflow=0, pool_timeout=60, connect_args={"timeout": 30}
-    )
-
-    def wal(connection: Any, _: Any) -> None:
-        cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.close()
-
-    event.listen(engine.sync_engine, "connect", wal)
-    return engine
-
-
-def _lease_from(env: Mapping[str, str]) -> float:
-    text = env.get(LEASE_VARIABLE)
-    if text is None:
-        return LEASE_SECONDS
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.5 <= value <= 3600:
-        raise TaskStoreError(
-            f"{LEASE_VARIABLE}: {text!r} is not a lease; accepted: 0.5 to 3600 seconds"
-        )
-    return value
-
-
-def _secret(ref: SecretKeyRef, where: str, env: Mapping[str, str]) -> str:
-    variable = secret_env_name(ref)
-    value = env.get(variable)
-    if not value:
-        raise TaskStoreError(
-            f"a2a.task_store.{where}: Secret {ref.name!r} key {ref.key!r} is not in the "
-            f"environment; accepted: the variable {variable} set (the operator maps it in the pod)"
-        )
-    return value
+        """Close the stores after serving (in memory: nothing to close)."""
 
 
 def build_task_stores(
@@ -315,63 +156,23 @@ def build_task_stores(
                 max_session_bytes=options.history_max_session_bytes,
             ),
         )
-    if options.url_secret_key_ref is not None:
-        url = _secret(options.url_secret_key_ref, "url_secret_key_ref", env)
-    else:
-        assert options.url is not None  # the model requires one of them
-        url = options.url
-    try:
-        parsed = make_url(url)
-        shown = parsed.render_as_string(hide_password=True)
-        engine = _engine(parsed)
-    except (ArgumentError, ValueError, ImportError) as exc:
-        raise TaskStoreError(
-            f"a2a.task_store.url: not a usable database URL ({_reason(exc)}); accepted: "
-            "sqlite+aiosqlite:///path or postgresql+asyncpg://user@host:port/db"
-        ) from None
-    key = None
-    if push and options.push_config_key_secret_key_ref is not None:
-        key = _secret(options.push_config_key_secret_key_ref, "push_config_key_secret_key_ref", env)
-    elif push:
-        logger.warning(
-            "agent %s: push-notification configs are stored unencrypted in %s; set "
-            "a2a.task_store.push_config_key_secret_key_ref to encrypt them",
-            agent_id,
-            shown,
-        )
-    push_store = None
-    if push:
-        try:
-            push_store = DatabasePushNotificationConfigStore(engine, encryption_key=key)
-        except ValueError:
-            raise TaskStoreError(
-                "a2a.task_store.push_config_key_secret_key_ref: the key is not a Fernet key; "
-                "accepted: 32 bytes, urlsafe base64 (cryptography.fernet.Fernet.generate_key())"
-            ) from None
-    lease = lease if lease is not None else _lease_from(env)
-    heartbeat = heartbeat if heartbeat is not None else lease / 4
-    runs = RunBook(engine, agent_id, lease)
-    # Loaded with a database store only: it pulls in the postgresql and sqlite dialects,
-    # which a memory store never needs (docs/performance.md, cold start).
-    from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
+    # Loaded for a sql store only: SQLAlchemy, its dialects and the SDK's database stores,
+    # which a memory store never needs (library_ioa.plugins.a2a.sdk_extras).
+    from library_ioa.plugins.a2a.server.sql_stores import build_sql_stores
 
-    return TaskStores(
+    return build_sql_stores(
         agent_id,
-        FinalStateVersionedStore(VersionedDatabaseTaskStore(engine), runs),
-        push_store,
-        GuardedEventStream(DatabaseTaskEventStream(engine, poll_interval_s=event_poll)),
-        engine,
-        shown,
-        heartbeat,
-        lease,
-        runs,
-        SqlConversationStore(engine, agent_id, shown_url=shown),
+        options,
+        push=push,
+        env=env,
+        heartbeat=heartbeat,
+        lease=lease,
+        event_poll=event_poll,
     )
 
 
 __all__ = [
     "FinalStateTaskStore",
-    "FinalStateVersionedStore",
     "TaskStoreError",
     "TaskStores",
     "build_task_stores",
