@@ -8,7 +8,8 @@ prefix) it serves
 - the AgentCard at ``/.well-known/agent-card.json``,
 - ``/healthz`` and ``/readyz`` for probes, and ``/metrics`` when given registries,
 - gRPC (``lf.a2a.v1.A2AService``) when ``grpc`` is on and the endpoint sets ``a2a.grpc_port``
-  or ``a2a.grpc_url``,
+  or ``a2a.grpc_url`` (built by :mod:`library_ioa.plugins.a2a.grpc_exposure`, the only
+  module of this adapter that imports gRPC, loaded only then),
 
 all built from the a2a-sdk's route factories, ``DefaultRequestHandler``, the task and
 push-config stores of ``a2a.task_store`` (:mod:`library_ioa.plugins.a2a.server.stores`:
@@ -45,15 +46,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import a2a.client  # noqa: F401  # first: see library_ioa.plugins.a2a.__init__
 import httpx
-from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
-from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
-from a2a.server.request_handlers import GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
-from a2a.types import AgentCard, a2a_pb2_grpc
+from a2a.types import AgentCard
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -67,7 +65,6 @@ from library_ioa.plugins.a2a.agentcard import (
     grpc_target,
 )
 from library_ioa.plugins.a2a.corrections import HttpCorrections
-from library_ioa.plugins.a2a.grpc_corrections import GrpcVersionCheck
 from library_ioa.plugins.a2a.server.auth import (
     Authenticator,
     HttpAuth,
@@ -78,18 +75,12 @@ from library_ioa.plugins.a2a.server.executor import (
     MasLabAgentExecutor,
     TurnMailbox,
 )
-from library_ioa.plugins.a2a.server.fast_grpc import FastGrpcHandler
 from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
 from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
 from library_ioa.plugins.a2a.server.fast_stream import StreamLimits
-from library_ioa.plugins.a2a.server.grpc_auth import GrpcAuth, GrpcPrincipals
-from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck
-from library_ioa.plugins.a2a.server.grpc_guard import GrpcLimits
-from library_ioa.plugins.a2a.server.grpc_listener import GrpcListener
-from library_ioa.plugins.a2a.server.grpc_tracing import GrpcTracing
 from library_ioa.plugins.a2a.server.hot_lane import hot_lane
 from library_ioa.plugins.a2a.server.http_guard import HttpLimits
-from library_ioa.plugins.a2a.server.limits import RequestLimits, grpc_options
+from library_ioa.plugins.a2a.server.limits import RequestLimits
 from library_ioa.plugins.a2a.server.list_pages import ListLimits
 from library_ioa.plugins.a2a.server.listeners import HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
@@ -99,11 +90,14 @@ from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender
 from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
 from library_ioa.plugins.a2a.server.stream_errors import EarlyStreamErrors
 from library_ioa.plugins.a2a.server.tracing import HttpTracing
-from mas.infra.addresses import parse_advertised_url, parse_grpc_address
+from mas.infra.addresses import parse_advertised_url
 from mas.infra.models import AgentManifest, Endpoint
 from mas.runtime.agent import Agent
 from mas.telemetry import tracing
 from mas.telemetry.httpclient import TracingTransport
+
+if TYPE_CHECKING:
+    from library_ioa.plugins.a2a.server.grpc_listener import GrpcListener
 
 logger = logging.getLogger(__name__)
 
@@ -272,34 +266,18 @@ class A2AExposure:
         )
         self._grpc: GrpcListener | None = None
         if self._grpc_address is not None:
-            principals = GrpcPrincipals(authenticator) if authenticator is not None else None
-            servicers: list[tuple[Any, Any]] = [
-                (
-                    # A plain SendMessage skips the SDK's conversions (server/fast_grpc.py).
-                    (FastGrpcHandler if fast_send else GrpcHandler)(self.handler, principals),
-                    a2a_pb2_grpc.add_A2AServiceServicer_to_server,
-                )
-            ]
-            if compat_0_3:
-                servicers.append(
-                    (
-                        CompatGrpcHandler(self.handler, principals),
-                        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server,
-                    )
-                )
-            grpc_port = parse_grpc_address(self._grpc_address).port
-            interceptors: list[Any] = [GrpcVersionCheck(), GrpcDecodeCheck()]
-            if authenticator is not None:
-                interceptors.insert(0, GrpcAuth(authenticator))
-            if tracing.on():
-                interceptors.insert(0, GrpcTracing())
-            self._grpc = GrpcListener(
-                self._grpc_bind_host,
-                grpc_port,
-                servicers,
-                interceptors=interceptors,
-                options=grpc_options(endpoint.a2a.max_body_bytes),
-                limits=GrpcLimits.from_options(connections),
+            # Imported here, the one place gRPC is served: without a gRPC port an agent never
+            # loads gRPC (sdk_extras.py).
+            from library_ioa.plugins.a2a.grpc_exposure import build_grpc_listener
+
+            self._grpc = build_grpc_listener(
+                self.handler,
+                endpoint,
+                address=self._grpc_address,
+                bind_host=self._grpc_bind_host,
+                authenticator=authenticator,
+                fast_send=fast_send,
+                compat_0_3=compat_0_3,
             )
 
     @property
