@@ -18,6 +18,8 @@
   off the public Service), else on the A2A port.
 - Push-notification URLs follow the endpoint's ``a2a.push`` policy (``docs/security.md``);
   ``--public-push-urls-only`` overrides it with the SDK's strict public-only validator.
+- Loads only the a2a-sdk extras the document uses: gRPC for a gRPC port (or an A2A peer),
+  SQLAlchemy for a ``sql`` task store (:mod:`library_ioa.plugins.a2a.sdk_extras`).
 - Prints one line when ready. SIGTERM or SIGINT: stop accepting, drain the in-flight turns
   for at most ``--drain-timeout`` seconds, exit 0. A turn still running at the deadline ends
   ``canceled`` (its stream gets that final event and a clean end, no traceback) and the
@@ -44,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from library_ioa.plugins.a2a.exposure import metrics_route
+from library_ioa.plugins.a2a.sdk_extras import extras_used, load_sdk
 from library_ioa.plugins.a2a.server.listeners import (
     HttpListener,
     ListenError,
@@ -154,6 +156,8 @@ def check_servable(wired: Wired, agent: str) -> None:
 
 
 def _metrics_app(registries: list[CollectorRegistry]) -> Starlette:
+    from library_ioa.plugins.a2a.exposure import metrics_route  # loaded by the exposure by now
+
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -282,6 +286,8 @@ def handle(args: argparse.Namespace) -> int:
     wired = load_wired(args)
     try:
         check_servable(wired, args.agent)
+        # Before anything imports the SDK: only the extras this document uses are loaded.
+        load_sdk(extras_used(wired, [args.agent]))
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
             return runner.run(serve(wired, args))
     except ServeError as exc:
