@@ -27,9 +27,10 @@ For each server and run:
 
 Servers alternate run after run (the order reversed every other run) so machine noise hits
 all alike; the medians are printed with their ratio to ``bare`` of the same run. With
-``--modules`` each server also reports, once, how many modules it has loaded and which of
+``--modules`` each server is first started once more under a small wrapper that prints its
+``sys.modules`` on ``SIGUSR1``: after the turn, how many modules it has loaded and which of
 the heavy optional packages (gRPC, SQLAlchemy, OpenTelemetry's SDK, MCP, rich...) are among
-them (``-X importtime`` of the same command, to stderr, read after the turn)::
+them::
 
     .venv/bin/python benchmarks/idle_footprint.py [--runs 5] [--only plain,grpc] [--modules]
 """
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -72,6 +74,21 @@ HEAVY = (
     "kubernetes",
     "kopf",
 )
+
+
+# Runs a script or module (argv[1]) as __main__, printing its sys.modules on SIGUSR1.
+MODULES_PROBE = """
+import json, runpy, signal, sys
+def dump(*_):
+    loaded = sorted(name for name, module in sys.modules.items() if module is not None)
+    print("MODULES " + json.dumps(loaded), file=sys.stderr, flush=True)
+signal.signal(signal.SIGUSR1, dump)
+target, sys.argv = sys.argv[1], sys.argv[1:]
+if target.endswith(".py"):
+    runpy.run_path(target, run_name="__main__")
+else:
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+"""
 
 
 def free_port() -> int:
@@ -190,14 +207,14 @@ def document(kind: str, port: int, tmp: Path) -> dict[str, Any]:
     }
 
 
-def serve_command(kind: str, tmp: Path, flags: tuple[str, ...] = ()) -> Command:
+def serve_command(kind: str, tmp: Path, prefix: tuple[str, ...] = ()) -> Command:
     """``mas-ctl serve`` as the operator's Deployment runs it, on a fresh document."""
     port = free_port()
     path = tmp / f"{kind}-{port}.yaml"
     path.write_text(yaml.safe_dump(document(kind, port, tmp)), encoding="utf-8")
     path.chmod(0o444)  # the ConfigMap is mounted read-only
     argv = [
-        sys.executable, *flags, "-m", "mas.ctl.cli", "serve", "-f", str(path),
+        *(prefix or (sys.executable, "-m")), "mas.ctl.cli", "serve", "-f", str(path),
         "--agent", "echo", "--listen", "127.0.0.1",
         "--metrics-port", str(free_port()), "--no-control",
     ]  # fmt: skip
@@ -213,9 +230,9 @@ def serve_command(kind: str, tmp: Path, flags: tuple[str, ...] = ()) -> Command:
     return Command(argv, env, port)
 
 
-def bare_command(flags: tuple[str, ...] = ()) -> Command:
+def bare_command(prefix: tuple[str, ...] = ()) -> Command:
     port = free_port()
-    return Command([sys.executable, *flags, __file__, "bare", str(port)], {}, port)
+    return Command([*(prefix or (sys.executable,)), __file__, "bare", str(port)], {}, port)
 
 
 # -- measuring -------------------------------------------------------------------------
@@ -283,8 +300,11 @@ def settled_rss(pid: int) -> tuple[float, float]:
     return rss / 1024, pss / 1024
 
 
-def measure(command: Command, on_idle: Callable[[int], None] | None = None) -> Sample:
-    """Start, time exec to the first card, one turn, settle, read the RSS; then SIGTERM."""
+def measure(command: Command, modules: bool = False) -> Sample:
+    """Start, time exec to the first card, one turn, settle, read the RSS; then SIGTERM.
+
+    ``modules``: the command runs under ``MODULES_PROBE``; print what it has loaded.
+    """
     env = {**os.environ, **command.env}
     with tempfile.TemporaryFile() as stderr:
         started = time.perf_counter()
@@ -300,8 +320,8 @@ def measure(command: Command, on_idle: Callable[[int], None] | None = None) -> S
             took = time.perf_counter() - started
             one_turn(command.port)
             rss, pss = settled_rss(process.pid)
-            if on_idle is not None:
-                on_idle(process.pid)
+            if modules:
+                report_modules(process, command.port, stderr)
         finally:
             process.terminate()
             try:
@@ -309,21 +329,24 @@ def measure(command: Command, on_idle: Callable[[int], None] | None = None) -> S
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
-        if on_idle is not None:
-            stderr.seek(0)
-            report_modules(stderr.read().decode(errors="replace"))
         return Sample(took, rss, pss)
 
 
-def report_modules(importtime: str) -> None:
-    """How many modules the process imported, and which of HEAVY (from -X importtime)."""
-    names = [
-        line.rpartition("|")[2].strip()
-        for line in importtime.splitlines()
-        if line.startswith("import time:") and "cumulative" not in line
-    ]
-    heavy = [h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names)]
-    print(f"    {len(names)} modules imported; heavy: {', '.join(heavy) or 'none'}")
+def report_modules(process: subprocess.Popen[bytes], port: int, stderr: Any) -> None:
+    """How many modules the process has loaded, and which of HEAVY (``MODULES_PROBE``)."""
+    process.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        card_answers(port)  # wakes the event loop, which then runs the signal's handler
+        stderr.seek(0)
+        for line in stderr.read().decode(errors="replace").splitlines():
+            if line.startswith("MODULES "):
+                names = json.loads(line[len("MODULES ") :])
+                heavy = [h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names)]
+                print(f"    {len(names)} modules loaded; heavy: {', '.join(heavy) or 'none'}")
+                return
+        time.sleep(0.1)
+    raise SystemExit(f"no module list from pid {process.pid} within {START_TIMEOUT:.0f}s")
 
 
 def main() -> int:
@@ -345,11 +368,11 @@ def main() -> int:
         tmp = Path(directory)
         builders: dict[str, Callable[[tuple[str, ...]], Command]] = {"bare": bare_command}
         for kind in kinds:
-            builders[kind] = lambda flags, kind=kind: serve_command(kind, tmp, flags)
+            builders[kind] = lambda prefix, kind=kind: serve_command(kind, tmp, prefix)
         if args.modules:
             for name, build in builders.items():
                 print(f"{name}:")
-                measure(build(("-X", "importtime")), on_idle=lambda pid: None)
+                measure(build((sys.executable, "-c", MODULES_PROBE)), modules=True)
         measure(builders["bare"](()))  # warm the page cache once
         samples: dict[str, list[Sample]] = {name: [] for name in builders}
         for index in range(args.runs):
