@@ -700,8 +700,16 @@ class Defaults(Model):
 class ResourceRequirements(Model):
     """Container resources, as in a Kubernetes container spec."""
 
-    requests: dict[str, str] = Field(default_factory=lambda: {"cpu": "100m", "memory": "256Mi"})
-    limits: dict[str, str] = Field(default_factory=lambda: {"memory": "512Mi"})
+    requests: dict[str, str] = Field(
+        default_factory=lambda: {"cpu": "100m", "memory": "128Mi"},
+        description="What the scheduler reserves; the default is an idle agent pod with "
+        "headroom (docs/performance.md, Agent pod footprint).",
+    )
+    limits: dict[str, str] = Field(
+        default_factory=lambda: {"memory": "512Mi"},
+        description="The default leaves room for the memory task store's default bounds "
+        "(a2a.task_store.max_bytes, history_max_bytes) above the idle pod.",
+    )
 
 
 class EnvVar(Model):
