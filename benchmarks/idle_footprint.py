@@ -7,6 +7,10 @@ Every server runs as its own process on 127.0.0.1, in the same run:
   ``InMemoryTaskStore``, the SDK's card and JSON-RPC route factories on Starlette, uvicorn
   with its defaults. It imports nothing else, so it loads what the SDK loads by itself in
   this environment (the SDK probes its installed extras: gRPC, SQLAlchemy, httpx's CLI);
+- ``lean``: the same bare server with the SDK's probes of gRPC, SQL and httpx's CLI turned
+  off first (``library_ioa.plugins.a2a.sdk_extras.load_sdk``, as ``mas-ctl serve`` does
+  for a plain document): what the SDK itself needs, so ``plain`` minus ``lean`` is what
+  our runtime adds;
 - one ``mas-ctl serve`` per document, run the way the operator's Deployment runs it (the
   command of ``mas_operator.deployments.serve_command``: ``serve -f <mounted document>
   --agent ID --listen ... --metrics-port N --no-control``, ``MAS_AGENT`` set, the document
@@ -102,9 +106,14 @@ def free_port() -> int:
 # -- the bare a2a-sdk server ---------------------------------------------------------
 
 
-def serve_bare(port: int) -> None:
+def serve_bare(port: int, lean: bool = False) -> None:
     """The bare server (module docstring); prints ``ready`` once it accepts connections."""
     import asyncio
+
+    if lean:
+        from library_ioa.plugins.a2a.sdk_extras import Extras, load_sdk
+
+        load_sdk(Extras(grpc=False, sql=False))
 
     import uvicorn
     from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -230,9 +239,9 @@ def serve_command(kind: str, tmp: Path, prefix: tuple[str, ...] = ()) -> Command
     return Command(argv, env, port)
 
 
-def bare_command(prefix: tuple[str, ...] = ()) -> Command:
+def bare_command(prefix: tuple[str, ...] = (), kind: str = "bare") -> Command:
     port = free_port()
-    return Command([*(prefix or (sys.executable,)), __file__, "bare", str(port)], {}, port)
+    return Command([*(prefix or (sys.executable,)), __file__, kind, str(port)], {}, port)
 
 
 # -- measuring -------------------------------------------------------------------------
@@ -350,8 +359,8 @@ def report_modules(process: subprocess.Popen[bytes], port: int, stderr: Any) -> 
 
 
 def main() -> int:
-    if len(sys.argv) == 3 and sys.argv[1] == "bare":
-        serve_bare(int(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] in ("bare", "lean"):
+        serve_bare(int(sys.argv[2]), lean=sys.argv[1] == "lean")
         return 0
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="alternating runs (default 5)")
@@ -366,7 +375,10 @@ def main() -> int:
         parser.error(f"--only: unknown {', '.join(unknown)}; accepted: {', '.join(DOCUMENTS)}")
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
-        builders: dict[str, Callable[[tuple[str, ...]], Command]] = {"bare": bare_command}
+        builders: dict[str, Callable[[tuple[str, ...]], Command]] = {
+            "bare": bare_command,
+            "lean": lambda prefix: bare_command(prefix, "lean"),
+        }
         for kind in kinds:
             builders[kind] = lambda prefix, kind=kind: serve_command(kind, tmp, prefix)
         if args.modules:
