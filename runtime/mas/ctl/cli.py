@@ -79,7 +79,21 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             importlib.import_module(f"mas.ctl.commands.{name}").register(sub)
         else:
             sub.add_parser(name.replace("_", "-"))
+    for command in sub.choices.values():
+        _add_global_options_after(command)
     return parser
+
+
+def _add_global_options_after(parser: argparse.ArgumentParser) -> None:
+    """``-v`` and ``--log-format`` after the command too (``mas-ctl run-mas -f x -v``): kept
+    apart from the ones before it, which a subcommand's defaults would otherwise overwrite."""
+    group = parser.add_argument_group("global options (also accepted before the command)")
+    group.add_argument(
+        "-v", "--verbose", dest="verbose_after", action="count", default=0, help="more logging"
+    )
+    group.add_argument(
+        "--log-format", dest="log_format_after", choices=LOG_FORMATS, help="text or json"
+    )
 
 
 def _fail(code: int, lines: Sequence[str]) -> int:
@@ -92,13 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one mas-ctl command; returns (and, as a script, exits with) its exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(words).parse_args(words)
+    verbose = args.verbose + args.verbose_after
     try:
-        log_format = resolve_format(args.log_format)
+        log_format = resolve_format(args.log_format_after or args.log_format)
         # serve: the agent is the service; every other command is mas-ctl (OTEL_SERVICE_NAME wins)
         tracing.configure(args.agent if args.command == "serve" else "mas-ctl")
     except (LogFormatError, tracing.TracingConfigError) as exc:
         return _fail(EXIT_USAGE, [f"error: {exc}"])
-    setup_logging(logging.WARNING - 10 * min(args.verbose, 2), log_format)
+    setup_logging(logging.WARNING - 10 * min(verbose, 2), log_format)
     collector.resume()  # the command's modules are loaded (run() paused the collector)
     handler: Handler = args.handler
     try:
