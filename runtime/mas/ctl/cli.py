@@ -37,6 +37,11 @@ COMMAND_MODULES = (
     "ps",
     "conformance",
     "plugins",
+    "ask",
+    "card",
+    "tasks",
+    "task",
+    "cancel_task",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -1,0 +1,315 @@
+"""One turn with an agent, and following one task, as the runtime's turn events.
+
+:func:`send_turn` sends one user message and yields what a person sees of the agent's turn,
+in the runtime's own types (:mod:`mas.runtime.turns`), so the console transcript and the TUI
+render a remote agent as they render a hosted one:
+
+- :class:`~mas.runtime.turns.TextDelta`: text as it arrives. Streamed text is the text of a
+  streamed artifact (one sent in chunks: ``append`` or not its ``last_chunk``, as our own
+  ``response`` artifact and most agents' ``result`` are); a blocking send streams nothing.
+  When the turn ends, whatever of the reply was not streamed yet comes as one last delta.
+- :class:`~mas.runtime.turns.Delegated`: a delegation or a tool call the agent reported
+  (our agents put ``mas.delegated`` in a ``working`` status update's metadata).
+- :class:`~mas.runtime.turns.ArtifactEmitted`: the artifacts passed on to the user, then
+  :class:`~mas.runtime.turns.TurnEnded` with the reply (``completed``, ``input_required``
+  with the question, ``failed`` or ``canceled`` with the message).
+
+The reply and the artifacts are read by :mod:`library_ioa.plugins.a2a.answers`, the one
+reader of a peer's answer, from the task as the events built it (or as ``GetTask`` reads
+it when a stream ends before the task does). A task left working by a blocking send, or by
+a stream that broke off, is followed: subscribed to when the agent streams, else read with
+``GetTask`` every :data:`POLL_FIRST` seconds, doubling up to :data:`POLL_MAX`.
+
+:func:`follow_task` yields the same events for a task that already exists
+(``SubscribeToTask``; an ended task is read and shown as it ended).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from a2a.types import (
+    Artifact,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.errors import UnsupportedOperationError
+from google.protobuf.struct_pb2 import Struct
+
+from library_ioa.plugins.a2a.answers import (
+    FINAL_STATUS,
+    check_task,
+    reply_of_message,
+    reply_of_task,
+)
+from library_ioa.plugins.a2a.parts import struct_to_dict, text_of
+from mas.ctl.client.connection import Connection
+from mas.ctl.client.errors import ClientError
+from mas.runtime.boundary.agentcomm import CommReply
+from mas.runtime.turns import Delegated, TextDelta, TurnEnded, TurnEvent
+
+POLL_FIRST = 0.1  # seconds before the first GetTask of a task left working
+POLL_MAX = 2.0  # the longest wait between two GetTask of a followed task
+DELEGATED = "mas.delegated"  # our agents' status-update metadata for a delegation or tool call
+OPEN_STATES = (
+    TaskState.TASK_STATE_SUBMITTED,
+    TaskState.TASK_STATE_WORKING,
+)
+
+
+@dataclass
+class TurnIds:
+    """What the caller may need while the turn runs (to cancel it on Ctrl-C)."""
+
+    context_id: str
+    task_id: str | None = None
+    on_task: Callable[[str], None] | None = None
+
+    def seen(self, task_id: str) -> None:
+        if task_id and task_id != self.task_id:
+            self.task_id = task_id
+            if self.on_task is not None:
+                self.on_task(task_id)
+
+
+@dataclass
+class TaskFold:
+    """The task as its events build it, and which of its artifacts stream text."""
+
+    task: Task | None = None
+    streams: set[str] = field(default_factory=set)  # artifact ids sent in chunks
+    streamed: list[str] = field(default_factory=list)  # the text streamed so far
+
+    @property
+    def ended(self) -> bool:
+        return self.task is not None and self.task.status.state in FINAL_STATUS
+
+    def fold(self, response: StreamResponse, ids: TurnIds) -> list[TurnEvent]:
+        """One event of the task's stream; the progress it shows."""
+        kind = response.WhichOneof("payload")
+        if kind == "task":
+            self.task = Task()
+            self.task.CopyFrom(response.task)
+            ids.seen(self.task.id)
+            return []
+        if kind == "status_update":
+            update = response.status_update
+            ids.seen(update.task_id)
+            task = self._current(update.task_id, update.context_id)
+            task.status.CopyFrom(update.status)
+            return _reported(update.metadata) if update.HasField("metadata") else []
+        if kind == "artifact_update":
+            update = response.artifact_update
+            ids.seen(update.task_id)
+            return self._artifact(
+                self._current(update.task_id, update.context_id),
+                update.artifact,
+                append=update.append,
+                last=update.last_chunk,
+            )
+        return []
+
+    def _current(self, task_id: str, context_id: str) -> Task:
+        if self.task is None:
+            self.task = Task(id=task_id, context_id=context_id)
+        return self.task
+
+    def _artifact(
+        self, task: Task, artifact: Artifact, *, append: bool, last: bool
+    ) -> list[TurnEvent]:
+        known = next((a for a in task.artifacts if a.artifact_id == artifact.artifact_id), None)
+        # Followed mid-stream: the chunks the task held before are shown with the first new one.
+        prior = (
+            text_of(known.parts)
+            if known is not None and append and not self._is_stream(artifact.artifact_id)
+            else ""
+        )
+        if known is not None and append:
+            known.parts.extend(artifact.parts)
+        elif known is not None:
+            known.CopyFrom(artifact)
+        else:
+            task.artifacts.append(artifact)
+        if append or not last:
+            self.streams.add(artifact.artifact_id)
+        if not self._is_stream(artifact.artifact_id) or (not append and known is not None):
+            return []
+        text = prior + text_of(artifact.parts)
+        if not text:
+            return []
+        self.streamed.append(text)
+        return [TextDelta(text)]
+
+    def _is_stream(self, artifact_id: str) -> bool:
+        return artifact_id in self.streams
+
+
+def _reported(metadata: Struct) -> list[TurnEvent]:
+    """The delegation or tool call a status update's metadata reports, if any."""
+    values = struct_to_dict(metadata)
+    found = values.get(DELEGATED)
+    if not isinstance(found, dict):
+        return []
+    kind: Literal["delegate", "tool"] = "tool" if found.get("kind") == "tool" else "delegate"
+    return [
+        Delegated(
+            target=str(found.get("target", "?")),
+            call_id=str(found.get("call_id", "")),
+            ok=bool(found.get("ok", True)),
+            detail=str(found.get("detail", "")),
+            kind=kind,
+        )
+    ]
+
+
+def _ending(reply: CommReply, streamed: str) -> list[TurnEvent]:
+    """The last events of a turn whose reply is ``reply`` (``streamed``: text shown already)."""
+    events: list[TurnEvent] = []
+    if reply.status in ("completed", "input_required") and reply.text.startswith(streamed):
+        rest = reply.text[len(streamed) :]
+        if rest:
+            events.append(TextDelta(rest))
+    events.extend(reply.artifacts)
+    if reply.status in ("completed", "input_required"):
+        events.append(TurnEnded(reply.status, text=reply.text))
+    else:
+        events.append(TurnEnded(reply.status, message=reply.text))
+    return events
+
+
+def user_message(text: str, context_id: str, task_id: str | None = None) -> Message:
+    """The A2A message of one user turn."""
+    message = Message(
+        role=Role.ROLE_USER,
+        message_id=str(uuid.uuid4()),
+        context_id=context_id,
+        parts=[Part(text=text)],
+    )
+    if task_id:
+        message.task_id = task_id
+    return message
+
+
+async def waiting_task(conn: Connection, context_id: str) -> str | None:
+    """The task of ``context_id`` that waits for the user's input, if the agent lists one
+    (an agent that cannot list tasks gets the message on the context alone)."""
+    request = ListTasksRequest(
+        context_id=context_id, status=TaskState.TASK_STATE_INPUT_REQUIRED, page_size=10
+    )
+    try:
+        listed = await conn.client.list_tasks(request, context=conn.context())
+    except Exception as exc:
+        error = conn.failure(exc, "ListTasks")
+        if type(error) is not ClientError:  # unreachable, refused: say so now
+            raise error from None
+        return None
+    waiting = [t for t in listed.tasks if t.status.state == TaskState.TASK_STATE_INPUT_REQUIRED]
+    return waiting[0].id if waiting else None
+
+
+async def open_tasks(conn: Connection, context_id: str) -> list[str]:
+    """The ids of the tasks of ``context_id`` that have not ended (best effort)."""
+    found: list[str] = []
+    for state in (*OPEN_STATES, TaskState.TASK_STATE_INPUT_REQUIRED):
+        request = ListTasksRequest(context_id=context_id, status=state, page_size=50)
+        try:
+            listed = await conn.client.list_tasks(request, context=conn.context())
+        except Exception:
+            return found
+        found.extend(t.id for t in listed.tasks if t.id not in found)
+    return found
+
+
+async def send_turn(
+    conn: Connection, text: str, ids: TurnIds, task_id: str | None = None
+) -> AsyncIterator[TurnEvent]:
+    """One user turn (``task_id``: the task that waits for this answer); see the module doc."""
+    request = SendMessageRequest(message=user_message(text, ids.context_id, task_id))
+    fold = TaskFold()
+    try:
+        async for response in conn.client.send_message(request, context=conn.context()):
+            if response.HasField("message"):
+                where = f"{conn.url} answered SendMessage"
+                for event in _ending(reply_of_message(response.message, where), ""):
+                    yield event
+                return
+            for event in fold.fold(response, ids):
+                yield event
+            if fold.ended:
+                break
+        async for event in _finish(conn, fold, ids):
+            yield event
+    except (ClientError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        raise conn.failure(exc, "SendMessage", task_id) from None
+
+
+async def follow_task(conn: Connection, task_id: str, *, wait: bool) -> AsyncIterator[TurnEvent]:
+    """The events of an existing task: its reply when it has ended; else, with ``wait``,
+    what it streams until it ends (nothing without ``wait``)."""
+    ids = TurnIds(context_id="", task_id=task_id)
+    fold = TaskFold()
+    try:
+        fold.task = await _get(conn, task_id)
+        if not fold.ended and not wait:
+            return
+        async for event in _finish(conn, fold, ids):
+            yield event
+    except (ClientError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        raise conn.failure(exc, "SubscribeToTask", task_id) from None
+
+
+async def _get(conn: Connection, task_id: str) -> Task:
+    task = await conn.client.get_task(GetTaskRequest(id=task_id), context=conn.context())
+    return check_task(task, f"{conn.url} answered GetTask")
+
+
+async def _finish(conn: Connection, fold: TaskFold, ids: TurnIds) -> AsyncIterator[TurnEvent]:
+    """Follow the task until it ends; then its reply."""
+    if fold.task is None:
+        raise ClientError(f"{conn.url} answered SendMessage with neither a task nor a message")
+    task_id = fold.task.id
+    if not fold.ended and conn.streaming:
+        try:
+            request = SubscribeToTaskRequest(id=task_id)
+            async for response in conn.client.subscribe(request, context=conn.context()):
+                for event in fold.fold(response, ids):
+                    yield event
+                if fold.ended:
+                    break
+        except UnsupportedOperationError:  # it ended before the subscription
+            pass
+    if not fold.ended:
+        fold.task = await _get(conn, task_id)
+    delay = POLL_FIRST
+    while not fold.ended:
+        await asyncio.sleep(delay)
+        delay = min(2 * delay, POLL_MAX)
+        fold.task = await _get(conn, task_id)
+    reply = reply_of_task(fold.task, f"{conn.url} answered")
+    for event in _ending(reply, "".join(fold.streamed)):
+        yield event
+
+
+async def cancel(conn: Connection, task_id: str) -> Task:
+    """``CancelTask``; the task as the agent answered."""
+    try:
+        return await conn.client.cancel_task(CancelTaskRequest(id=task_id), context=conn.context())
+    except Exception as exc:
+        raise conn.failure(exc, "CancelTask", task_id) from None
