@@ -28,10 +28,11 @@ class _EditAction(argparse.Action):
         namespace.edits = edits
 
 
-def add_document_options(parser: argparse.ArgumentParser) -> None:
-    """Add the Application file and the edits of it."""
+def add_document_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """Add the Application file (``required``: unless the command has another form) and the
+    edits of it."""
     parser.add_argument(
-        "-f", "--file", required=True, metavar="FILE", help="the Application document (YAML)"
+        "-f", "--file", required=required, metavar="FILE", help="the Application document (YAML)"
     )
     parser.add_argument(
         "--infra-ref",

@@ -313,3 +313,19 @@ async def cancel(conn: Connection, task_id: str) -> Task:
         return await conn.client.cancel_task(CancelTaskRequest(id=task_id), context=conn.context())
     except Exception as exc:
         raise conn.failure(exc, "CancelTask", task_id) from None
+
+
+async def cancel_turn(conn: Connection, ids: TurnIds) -> list[tuple[str, str]]:
+    """Cancel the task of an interrupted turn (found by its context when the send has not
+    named it yet); per task, its state after the call (``canceled``) or why it failed."""
+    found = [ids.task_id] if ids.task_id else await open_tasks(conn, ids.context_id)
+    outcomes = []
+    for task_id in found:
+        try:
+            task = await cancel(conn, task_id)
+        except ClientError as exc:
+            outcomes.append((task_id, f"CancelTask failed: {exc}"))
+            continue
+        state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower()
+        outcomes.append((task_id, state.replace("_", "-")))
+    return outcomes

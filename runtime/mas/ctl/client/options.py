@@ -6,6 +6,7 @@ import argparse
 
 from mas.ctl.client.connection import add_transport_option
 from mas.ctl.client.credentials import Credentials, resolve_credentials
+from mas.ctl.client.output import one_line
 
 
 def add_client_options(parser: argparse.ArgumentParser, *, optional_target: bool = False) -> None:
@@ -49,6 +50,48 @@ def add_client_options(parser: argparse.ArgumentParser, *, optional_target: bool
     )
 
 
+def add_context_option(parser: argparse.ArgumentParser) -> None:
+    """``--context ID``: the A2A context (conversation) to continue."""
+    parser.add_argument(
+        "--context",
+        dest="context_id",
+        default=None,
+        metavar="ID",
+        type=_context_id,
+        help="continue this conversation (the A2A contextId; default: a new one)",
+    )
+
+
+def _context_id(text: str) -> str:
+    if not text.strip() or len(text) > 200 or not text.isprintable():
+        raise argparse.ArgumentTypeError(
+            f"{one_line(text, 60)!r} is not a context id; accepted: 1 to 200 printable characters"
+        )
+    return text
+
+
 def credentials_of(args: argparse.Namespace) -> Credentials:
     """The credentials the options and the environment give."""
     return resolve_credentials(args.headers, args.token_file, args.cacert)
+
+
+def remote_form(args: argparse.Namespace, command: str) -> str | None:
+    """For ``chat`` and ``tui``, which host an agency (``-f FILE``) or talk to an agent
+    (TARGET): ``None`` when the form is clear, else the one-line error."""
+    local = args.file is not None
+    if local and args.target is not None:
+        return (
+            f"mas-ctl {command}: give -f FILE (host the agency) or TARGET (a served agent), "
+            "not both"
+        )
+    if not local and args.target is None:
+        return (
+            f"mas-ctl {command}: give -f FILE to host an Application, or TARGET (an agent's URL "
+            "or APP/AGENT) to talk to a served agent"
+        )
+    if not local and args.session is not None:
+        return (
+            f"mas-ctl {command} TARGET: --session is for -f FILE; continue a conversation "
+            "with --context ID"
+        )
+    return None

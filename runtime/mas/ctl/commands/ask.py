@@ -26,12 +26,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from a2a.types import TaskState
-
 from mas.ctl.client.connection import Connection
 from mas.ctl.client.errors import EXIT_FAILED, EXIT_INPUT_REQUIRED
-from mas.ctl.client.exchange import TurnIds, cancel, open_tasks, send_turn, waiting_task
-from mas.ctl.client.options import add_client_options
+from mas.ctl.client.exchange import TurnIds, cancel_turn, send_turn, waiting_task
+from mas.ctl.client.options import add_client_options, add_context_option
 from mas.ctl.client.output import one_line
 from mas.ctl.client.running import interruptible, run_client
 from mas.ctl.client.turn_output import TurnOutput
@@ -52,26 +50,6 @@ def register(sub: Any) -> None:
         "--save", type=Path, default=None, metavar="DIR", help="write file artifacts under DIR"
     )
     parser.set_defaults(handler=handle)
-
-
-def add_context_option(parser: argparse.ArgumentParser) -> None:
-    """``--context ID``: the A2A context (conversation) to continue."""
-    parser.add_argument(
-        "--context",
-        dest="context_id",
-        default=None,
-        metavar="ID",
-        type=_context_id,
-        help="continue this conversation (the A2A contextId; default: a new one)",
-    )
-
-
-def _context_id(text: str) -> str:
-    if not text.strip() or len(text) > 200 or not text.isprintable():
-        raise argparse.ArgumentTypeError(
-            f"{one_line(text, 60)!r} is not a context id; accepted: 1 to 200 printable characters"
-        )
-    return text
 
 
 async def ask(conn: Connection, args: argparse.Namespace) -> int:
@@ -113,20 +91,12 @@ async def ask(conn: Connection, args: argparse.Namespace) -> int:
 
 
 async def cancel_running(conn: Connection, ids: TurnIds) -> None:
-    """Ctrl-C: cancel the turn's task (found by its context when the send has not named it
-    yet) and say which; the exit code is the caller's."""
-    found = [ids.task_id] if ids.task_id else await open_tasks(conn, ids.context_id)
-    if not found:
+    """Ctrl-C: cancel the turn's task and say so on stderr; the exit code is the caller's."""
+    outcomes = await cancel_turn(conn, ids)
+    if not outcomes:
         print("interrupted: no task of this turn was running", file=sys.stderr)
-        return
-    for task_id in found:
-        try:
-            task = await cancel(conn, task_id)
-        except Exception as exc:
-            print(f"interrupted; CancelTask {task_id} failed: {exc}", file=sys.stderr)
-            continue
-        state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower()
-        print(f"interrupted: task {task_id} is {state}", file=sys.stderr)
+    for task_id, outcome in outcomes:
+        print(f"interrupted: task {task_id}: {outcome}", file=sys.stderr)
 
 
 def handle(args: argparse.Namespace) -> int:

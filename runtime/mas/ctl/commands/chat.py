@@ -27,8 +27,10 @@ import asyncio
 import contextlib
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
+from mas.ctl.client.options import add_client_options, add_context_option, remote_form
 from mas.ctl.documents import add_document_options, load_wired
 from mas.ctl.session.modes import SessionProcess, Signals, add_session_options, new_session_id
 from mas.ctl.session.transcript import ConsoleTranscript
@@ -44,8 +46,13 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "chat", help="talk to the entry agent on stdin/stdout; deployed agents serve meanwhile"
     )
-    add_document_options(parser)
+    add_document_options(parser, required=False)
     add_session_options(parser)
+    add_client_options(parser, optional_target=True)
+    add_context_option(parser)
+    parser.add_argument(
+        "--save", type=Path, default=None, metavar="DIR", help="write file artifacts under DIR"
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -171,6 +178,15 @@ async def _turn(
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Wire the document, then chat."""
+    """Wire the document, then chat; with a TARGET, chat with that agent instead."""
+    problem = remote_form(args, "chat")
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.target is not None:
+        from mas.ctl.client.remote_chat import remote_chat
+        from mas.ctl.client.running import run_client
+
+        return run_client(args, lambda conn: remote_chat(conn, args))
     wired = load_wired(args)
     return asyncio.run(chat(wired, args))

@@ -21,10 +21,9 @@ from a2a.types import ListTasksRequest, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from mas.ctl.client.connection import Connection
-from mas.ctl.client.options import add_client_options
+from mas.ctl.client.options import add_client_options, add_context_option
 from mas.ctl.client.output import one_line
 from mas.ctl.client.running import run_client
-from mas.ctl.commands.ask import add_context_option
 
 PAGE = 100
 STATES = {

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
+from mas.ctl.client.options import add_client_options, add_context_option, remote_form
 from mas.ctl.documents import add_document_options, load_wired
 from mas.ctl.session.activity import Activity
 from mas.ctl.session.modes import (
@@ -48,8 +49,10 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "tui", help="the chat on a curses screen with agents, routes and live activity"
     )
-    add_document_options(parser)
+    add_document_options(parser, required=False)
     add_session_options(parser)
+    add_client_options(parser, optional_target=True)
+    add_context_option(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -231,5 +234,14 @@ def handle(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    problem = remote_form(args, "tui")
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.target is not None:
+        from mas.ctl.client.remote_tui import remote_tui
+        from mas.ctl.client.running import run_client
+
+        return run_client(args, lambda conn: remote_tui(conn, args))
     wired = load_wired(args)
     return asyncio.run(tui(wired, args))
