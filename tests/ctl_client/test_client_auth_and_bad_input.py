@@ -39,7 +39,7 @@ async def test_without_credentials_a_401_names_the_options(
     line = one_error_line(err)
     refusal = "gRPC UNAUTHENTICATED" if transport == "grpc" else "HTTP 401"
     assert f"{guarded_desk.url} refused SendMessage ({refusal})" in line
-    assert "its card asks for Bearer (bearer), API key in header 'X-API-Key' (apiKey)" in line
+    assert "its card asks for API key in header 'X-API-Key' (apiKey), Bearer (bearer)" in line
     assert "no credentials given: use --token-file PATH (bearer), -H 'Name: value'" in line
 
 

@@ -175,7 +175,7 @@ def _one_line(exc: BaseException) -> str:
 def _auth_hint(card: AgentCard, credentials: Credentials) -> str:
     """What to present: the schemes the card declares, and the options that present them."""
     schemes = []
-    for name, scheme in card.security_schemes.items():
+    for name, scheme in sorted(card.security_schemes.items()):
         kind = scheme.WhichOneof("scheme")
         if kind == "http_auth_security_scheme":
             schemes.append(f"{scheme.http_auth_security_scheme.scheme or 'http'} ({name})")

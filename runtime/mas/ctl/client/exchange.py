@@ -5,9 +5,11 @@ in the runtime's own types (:mod:`mas.runtime.turns`), so the console transcript
 render a remote agent as they render a hosted one:
 
 - :class:`~mas.runtime.turns.TextDelta`: text as it arrives. Streamed text is the text of a
-  streamed artifact (one sent in chunks: ``append`` or not its ``last_chunk``, as our own
-  ``response`` artifact and most agents' ``result`` are); a blocking send streams nothing.
-  When the turn ends, whatever of the reply was not streamed yet comes as one last delta.
+  streamed artifact: our own ``response`` artifact from its first chunk, any other artifact
+  from its first ``append`` on (its first chunk shows with the second: on the wire a first
+  chunk looks like a whole artifact, whose text the answer reader passes on as an artifact
+  instead). A blocking send streams nothing. When the turn ends, whatever of the reply was
+  not streamed yet comes as one last delta.
 - :class:`~mas.runtime.turns.Delegated`: a delegation or a tool call the agent reported
   (our agents put ``mas.delegated`` in a ``working`` status update's metadata).
 - :class:`~mas.runtime.turns.ArtifactEmitted`: the artifacts passed on to the user, then
@@ -51,6 +53,7 @@ from google.protobuf.struct_pb2 import Struct
 
 from library_ioa.plugins.a2a.answers import (
     FINAL_STATUS,
+    RESPONSE_ARTIFACT,
     check_task,
     reply_of_message,
     reply_of_task,
@@ -114,12 +117,8 @@ class TaskFold:
         if kind == "artifact_update":
             update = response.artifact_update
             ids.seen(update.task_id)
-            return self._artifact(
-                self._current(update.task_id, update.context_id),
-                update.artifact,
-                append=update.append,
-                last=update.last_chunk,
-            )
+            task = self._current(update.task_id, update.context_id)
+            return self._artifact(task, update.artifact, append=update.append)
         return []
 
     def _current(self, task_id: str, context_id: str) -> Task:
@@ -127,34 +126,29 @@ class TaskFold:
             self.task = Task(id=task_id, context_id=context_id)
         return self.task
 
-    def _artifact(
-        self, task: Task, artifact: Artifact, *, append: bool, last: bool
-    ) -> list[TurnEvent]:
-        known = next((a for a in task.artifacts if a.artifact_id == artifact.artifact_id), None)
-        # Followed mid-stream: the chunks the task held before are shown with the first new one.
-        prior = (
-            text_of(known.parts)
-            if known is not None and append and not self._is_stream(artifact.artifact_id)
-            else ""
-        )
+    def _artifact(self, task: Task, artifact: Artifact, *, append: bool) -> list[TurnEvent]:
+        artifact_id = artifact.artifact_id
+        known = next((a for a in task.artifacts if a.artifact_id == artifact_id), None)
+        # The first append shows an artifact is a stream: the text it held comes with it (its
+        # first chunk, or what a task followed mid-stream had streamed before).
+        prior = text_of(known.parts) if known is not None and append else ""
+        if artifact_id in self.streams:
+            prior = ""
         if known is not None and append:
             known.parts.extend(artifact.parts)
         elif known is not None:
             known.CopyFrom(artifact)
         else:
             task.artifacts.append(artifact)
-        if append or not last:
-            self.streams.add(artifact.artifact_id)
-        if not self._is_stream(artifact.artifact_id) or (not append and known is not None):
+        if append or artifact.name == RESPONSE_ARTIFACT:
+            self.streams.add(artifact_id)
+        if artifact_id not in self.streams or (known is not None and not append):
             return []
         text = prior + text_of(artifact.parts)
         if not text:
             return []
         self.streamed.append(text)
         return [TextDelta(text)]
-
-    def _is_stream(self, artifact_id: str) -> bool:
-        return artifact_id in self.streams
 
 
 def _reported(metadata: Struct) -> list[TurnEvent]:
