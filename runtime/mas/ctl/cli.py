@@ -1,4 +1,5 @@
-"""The ``mas-ctl`` entry point: argument parsing, dispatch, exit codes.
+"""The ``mas-ctl`` entry point: argument parsing, dispatch, exit codes (docs/cli.md is the
+guide to every command).
 
 Exit codes: 0 success; 1 the document (or the run, or an agent's turn) failed, every problem
 on stderr with the field path first, or a call to an agent failed (one line naming what would
@@ -6,7 +7,7 @@ work); 2 usage errors (a bad TARGET or option too) and unreadable or non-YAML fi
 document past a limit of :mod:`mas.infra.guarded_yaml` too); 3 ``serve`` stopped by a signal
 with turns still running at ``--drain-timeout`` (they ended canceled); 4 ``ask`` / ``task``:
 the agent asks for input (answer with ``--context``); 130 interrupted (``ask`` has sent
-``CancelTask`` for its task first). docs/cli.md describes every command.
+``CancelTask`` for its task first).
 Never a traceback, unless ``MAS_DEBUG=1`` asks for one.
 
 Global options (``-v``, ``--log-format``) are accepted before and after the command.

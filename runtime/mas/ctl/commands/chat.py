@@ -4,6 +4,11 @@
 
     mas-ctl chat -f app.yaml [--session S] [--no-control] [--listen HOST]
                  [--drain-timeout S] [--infra-ref FILE] [--override ...] [--bind ...]
+    mas-ctl chat TARGET [--context ID] [--save DIR] [connection and credential options]
+
+With a TARGET instead of ``-f`` (an agent's URL, or ``APP/AGENT`` in a cluster) the chat
+talks to that agent over A2A (:mod:`mas.ctl.client.remote_chat`); the rest of this
+docstring is the local form.
 
 The in-process entry agent owns the conversation: each line typed at ``you> `` is one turn
 of the chat's session, and the agent's text streams on a ``<agent>> `` line as it arrives.
@@ -44,7 +49,9 @@ QUIT_WORDS = ("/quit", "/exit")
 def register(sub: Any) -> None:
     """Add the subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "chat", help="talk to the entry agent on stdin/stdout; deployed agents serve meanwhile"
+        "chat",
+        help="talk to the entry agent on stdin/stdout (deployed agents serve meanwhile), or "
+        "to a served agent (TARGET)",
     )
     add_document_options(parser, required=False)
     add_session_options(parser)

@@ -4,6 +4,10 @@
 
     mas-ctl tui -f app.yaml [--session S] [--no-control] [--listen HOST]
                 [--drain-timeout S] [--infra-ref FILE] [--override ...] [--bind ...]
+    mas-ctl tui TARGET [--context ID] [connection and credential options]
+
+With a TARGET instead of ``-f`` the screen shows a conversation with that agent over A2A
+(:mod:`mas.ctl.client.remote_tui`); the rest of this docstring is the local form.
 
 The same hosting as ``chat`` and ``run-mas`` (deployed endpoints bind in the background;
 the control endpoint is advertised unless ``--no-control``). The screen has a conversation
@@ -47,7 +51,9 @@ QUIT_WORDS = ("/quit", "/exit")
 def register(sub: Any) -> None:
     """Add the subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "tui", help="the chat on a curses screen with agents, routes and live activity"
+        "tui",
+        help="the chat on a curses screen with agents, routes and live activity (-f FILE), or "
+        "with a served agent (TARGET)",
     )
     add_document_options(parser, required=False)
     add_session_options(parser)
