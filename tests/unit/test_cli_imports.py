@@ -195,3 +195,13 @@ def test_resume_leaves_a_collector_turned_off_elsewhere_off() -> None:
 
 def test_main_in_process_leaves_the_collector_alone() -> None:
     assert collector_steps("main", "validate", "-f", EXAMPLE) == [["main 0", True, False]]
+
+
+def test_ask_loads_the_client_only() -> None:
+    """``ask`` (here against a closed port: exit 1) loads no server, store, TUI, YAML or
+    Application model: its cold start is the SDK client's (benchmarks/ask_cold_start.py)."""
+    watched = [m for m in SERVER_SIDE if m not in ("a2a.client", "grpc", "httpx")]
+    watched += ["a2a.server", "yaml", "mas.infra.models", "mas.ctl.session.modes"]
+    code, loaded = loaded_by(["ask", "http://127.0.0.1:9", "-m", "hi"], watched)
+    assert code == 1
+    assert loaded == []
