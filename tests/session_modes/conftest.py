@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from tests.tmux_pane import tmux  # noqa: F401 (a fixture of the TUI test)
 
 
 def _library_singleton(task: asyncio.Task[object]) -> bool:

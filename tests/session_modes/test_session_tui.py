@@ -6,80 +6,17 @@ Needs the ``tmux`` binary (Debian package ``tmux``); skipped without it, unless
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import shlex
-import shutil
 import sys
-import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from session_modes_support import START, STEP, chat_app, mas_ctl
+from session_modes_support import START, chat_app, mas_ctl
 from tests.ports import free_port
+from tests.tmux_pane import Tmux
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-TMUX = shutil.which("tmux")
-
-
-@dataclass
-class Tmux:
-    """One private tmux server (its own socket name) with one session running a command."""
-
-    name: str
-
-    async def run(self, *args: str) -> str:
-        process = await asyncio.create_subprocess_exec(
-            "tmux",
-            "-L",
-            self.name,
-            *args,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        async with asyncio.timeout(STEP):
-            out, err = await process.communicate()
-        assert process.returncode == 0, f"tmux {args}: {err.decode()}"
-        return out.decode()
-
-    async def screen(self) -> str:
-        """What the pane shows now."""
-        return await self.run("capture-pane", "-p", "-t", "tui")
-
-    async def type(self, text: str) -> None:
-        """Type ``text`` and press Enter."""
-        await self.run("send-keys", "-t", "tui", "-l", text)
-        await self.run("send-keys", "-t", "tui", "Enter")
-
-    async def wait_for(self, pattern: str, timeout: float = STEP) -> str:
-        """Wait (at most ``timeout`` s) until the pane matches the regex ``pattern``."""
-        shown = ""
-        try:
-            async with asyncio.timeout(timeout):
-                while not re.search(pattern, shown := await self.screen()):
-                    await asyncio.sleep(0.1)
-        except TimeoutError:
-            raise AssertionError(f"the pane never showed {pattern!r}; it shows:\n{shown}") from None
-        return shown
-
-
-@pytest.fixture
-async def tmux() -> AsyncIterator[Tmux]:
-    if TMUX is None:
-        if os.environ.get("MAS_REQUIRE_TMUX") == "1":
-            pytest.fail("tmux is not installed and MAS_REQUIRE_TMUX=1 (apt-get install -y tmux)")
-        pytest.skip("tmux is not installed (apt-get install -y tmux); MAS_REQUIRE_TMUX=1 fails")
-    server = Tmux(f"mas-tui-{uuid.uuid4().hex[:8]}")
-    yield server
-    process = await asyncio.create_subprocess_exec(
-        "tmux", "-L", server.name, "kill-server", stderr=asyncio.subprocess.DEVNULL
-    )
-    async with asyncio.timeout(STEP):
-        await process.wait()
 
 
 async def test_tui_in_tmux(tmux: Tmux, tmp_path: Path, control_dir: Path) -> None:
