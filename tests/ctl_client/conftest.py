@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from ctl_client_support import OurAgent, serve_desk
+from tests.tmux_pane import tmux  # noqa: F401 (a fixture of the remote TUI test)
 
 
 @pytest.fixture(scope="module")
