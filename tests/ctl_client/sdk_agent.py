@@ -29,6 +29,7 @@ from a2a.types import a2a_pb2_grpc
 from a2a.types.a2a_pb2 import Part, TaskState
 from compliance.a2a.baseline_server import build_card, open_task
 from google.protobuf import struct_pb2
+from private_ca import PrivateCa
 from starlette.applications import Starlette
 from tests.ports import free_port
 
@@ -95,10 +96,14 @@ class SdkAgent:
 
 
 @contextlib.asynccontextmanager
-async def sdk_agent(*, streaming: bool) -> AsyncIterator[SdkAgent]:
-    """Serve the bare agent (its card declaring ``streaming`` or not) until the block ends."""
+async def sdk_agent(*, streaming: bool, tls: PrivateCa | None = None) -> AsyncIterator[SdkAgent]:
+    """Serve the bare agent (its card declaring ``streaming`` or not) until the block ends;
+    with ``tls``, over https and gRPC over TLS with that server certificate."""
     port, grpc_port = free_port(), free_port()
     card = build_card(port, grpc_port, name="bare", streaming=streaming, push=False)
+    scheme = "https" if tls else "http"
+    for interface in card.supported_interfaces:
+        interface.url = interface.url.replace("http://", f"{scheme}://")
     script = Script()
     store = InMemoryTaskStore()
     handler = DefaultRequestHandler(agent_executor=script, task_store=store, agent_card=card)
@@ -109,7 +114,11 @@ async def sdk_agent(*, streaming: bool) -> AsyncIterator[SdkAgent]:
     ]
     grpc_server = grpc.aio.server()
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
-    grpc_server.add_insecure_port(f"{HOST}:{grpc_port}")
+    if tls is None:
+        grpc_server.add_insecure_port(f"{HOST}:{grpc_port}")
+    else:
+        pair = (tls.key.read_bytes(), tls.cert.read_bytes())
+        grpc_server.add_secure_port(f"{HOST}:{grpc_port}", grpc.ssl_server_credentials([pair]))
     await grpc_server.start()
     server = uvicorn.Server(
         uvicorn.Config(
@@ -118,6 +127,8 @@ async def sdk_agent(*, streaming: bool) -> AsyncIterator[SdkAgent]:
             port=port,
             log_level="error",
             timeout_graceful_shutdown=5,
+            ssl_certfile=str(tls.cert) if tls else None,
+            ssl_keyfile=str(tls.key) if tls else None,
         )
     )
     serving = asyncio.create_task(server.serve(), name="bare-sdk-agent")
@@ -127,7 +138,7 @@ async def sdk_agent(*, streaming: bool) -> AsyncIterator[SdkAgent]:
                 if serving.done():
                     serving.result()
                 await asyncio.sleep(0.01)
-        yield SdkAgent(f"http://{HOST}:{port}", script, store)
+        yield SdkAgent(f"{scheme}://{HOST}:{port}", script, store)
     finally:
         script.go.set()
         server.should_exit = True

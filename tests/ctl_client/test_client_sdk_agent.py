@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from a2a.types import TaskState
 from ctl_client_support import STEP, TRANSPORTS, client, field_after, run, wait_state
+from private_ca import make_private_ca
 from sdk_agent import sdk_agent
 from tests.deadlines import COLD_START
 
@@ -123,3 +124,22 @@ async def test_ctrl_c_cancels_the_task_on_a_bare_agent(
         task_id = field_after(asking.err, "interrupted: task ")
         assert f"interrupted: task {task_id}: canceled" in asking.err
         await wait_state(agent.url, task_id, TaskState.TASK_STATE_CANCELED)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_https_and_grpc_over_tls_with_a_private_ca(tmp_path: Path, transport: str) -> None:
+    ca = make_private_ca(tmp_path / "pki")
+    async with sdk_agent(streaming=True, tls=ca) as agent:
+        assert agent.url.startswith("https://")
+        code, out, err = await run(tmp_path, "card", agent.url)
+        assert code == 1
+        assert err.startswith(f"error: cannot reach {agent.url} (the AgentCard request): ")
+        assert "CERTIFICATE_VERIFY_FAILED" in err and err.count("\n") == 1
+
+        args = ("ask", agent.url, "-m", "hi", "--transport", transport)
+        code, out, err = await run(tmp_path, *args, "--cacert", str(ca.ca))
+        assert code == 0, err
+        assert out == "echo: hi\n"
+        code, out, err = await run(tmp_path, *args, env={"MAS_CTL_CACERT": str(ca.ca)})
+        assert code == 0, err
+        assert out == "echo: hi\n"
