@@ -125,8 +125,12 @@ async def not_an_agent() -> AsyncIterator[str]:
             }
         )
 
+    async def forbidden(_: object) -> PlainTextResponse:
+        return PlainTextResponse("no", status_code=403)
+
     routes = [
         Route("/.well-known/agent-card.json", html),
+        Route("/closed/.well-known/agent-card.json", forbidden),
         Route("/odd/.well-known/agent-card.json", card),
     ]
     port = free_port()
@@ -178,6 +182,13 @@ async def test_bad_targets_cards_transports_and_task_ids(tmp_path: Path, desk: O
         assert one_error_line(err) == (
             f"error: the AgentCard of {url}/odd offers CARRIER-PIGEON; mas-ctl speaks JSONRPC, "
             "HTTP+JSON and GRPC"
+        )
+        code, _, err = await run(tmp_path, "card", f"{url}/closed")
+        assert code == 1
+        assert one_error_line(err) == (
+            f"error: {url}/closed/.well-known/agent-card.json answered HTTP 403; the card is "
+            "normally public: present a credential with --token-file PATH, -H 'Name: value' or "
+            "$MAS_CTL_TOKEN"
         )
         code, _, err = await run(tmp_path, "card", f"{url}/odd", "--transport", "grpc")
         assert code == 1

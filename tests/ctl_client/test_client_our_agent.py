@@ -90,6 +90,7 @@ async def test_artifacts_text_printed_data_as_json_file_saved_under_a_safe_name(
 async def test_ctrl_c_cancels_the_task_on_the_agent_and_exits_130(
     tmp_path: Path, desk: OurAgent, transport: str
 ) -> None:
+    desk.release.unlink(missing_ok=True)  # the story holds after its first chunk
     asking = await client(tmp_path, "ask", desk.url, "-m", "story", "--transport", transport)
     try:
         await asking.wait_for("one ", stream="out", timeout=COLD_START)
@@ -157,6 +158,7 @@ async def test_tasks_lists_and_task_follow_streams_a_running_task_to_its_end(
 async def test_cancel_task_cancels_a_running_task_of_another_client(
     tmp_path: Path, desk: OurAgent
 ) -> None:
+    desk.release.unlink(missing_ok=True)
     context = f"ctx-{uuid.uuid4().hex[:8]}"
     asking = await client(tmp_path, "ask", desk.url, "-m", "story", "--context", context)
     try:
@@ -205,9 +207,22 @@ async def test_remote_chat_on_stdin_with_a_question_and_its_answer(
         await chatting.wait_for("answer> ", stream="out")
         chatting.process.stdin.write(b"monday\n")
         await chatting.wait_for("desk> Booked for monday (Which day?)\n", stream="out")
+        desk.release.unlink(missing_ok=True)
+        chatting.process.stdin.write(b"story\n")
+        await chatting.wait_for("desk> one ", stream="out")
+        chatting.process.send_signal(signal.SIGINT)  # cancels the running turn, not the chat
+        await chatting.wait_for(": canceled\n", stream="out")
+        task_id = field_after(chatting.out, "· task ")
+        await wait_state(desk.url, task_id, TaskState.TASK_STATE_CANCELED)
+        # CancelTask leaves our agent's running turn to finish in its session: let it, so
+        # the next turn of this context does not queue behind it.
+        desk.release.touch()
+        chatting.process.stdin.write(b"ask helper more\n")
+        await chatting.wait_for("desk> helper said: helper did: more\n", stream="out")
         chatting.process.stdin.close()
         assert await chatting.finish(STEP) == 0, chatting.err
     finally:
         await chatting.close()
+        desk.release.unlink(missing_ok=True)
     assert "· delegated to helper: ok: helper did: tea\n" in chatting.out
     assert "· chat ended; resume with --context " in chatting.out
