@@ -90,9 +90,10 @@ def test_url_targets(target: str, base: str) -> None:
     ("target", "why"),
     [
         ("ftp://host/x", "scheme 'ftp' is not served"),
-        ("http://", "has no host"),
-        ("http://user:pw@host", "user:password@ is not accepted"),
+        ("http://", "has no host and port to connect to"),
+        ("http://host:0", "has no host and port to connect to"),
         ("http://host:99999", "is not a valid URL"),
+        ("http://host/?q=1", "a query or fragment is not accepted"),
     ],
 )
 def test_bad_url_targets_say_what_is_accepted(target: str, why: str) -> None:
@@ -101,6 +102,15 @@ def test_bad_url_targets_say_what_is_accepted(target: str, why: str) -> None:
     assert why in str(caught.value)
     assert str(caught.value).endswith(
         "accepted: a URL (http://host:port[/path] or https://...) or APP/AGENT"
+    )
+
+
+def test_a_password_in_a_url_target_is_refused_without_echoing_it() -> None:
+    with pytest.raises(TargetError) as caught:
+        parse_url_target(f"https://me:{SECRET}@host:99999/x")
+    assert str(caught.value) == (
+        "TARGET: a user:password@ in the URL is not accepted (the URL shows in messages); "
+        "give credentials with -H 'Name: value' or --token-file PATH"
     )
 
 

@@ -58,9 +58,20 @@ def shown(target: str) -> str:
 
 
 def parse_url_target(target: str) -> UrlTarget:
-    """A URL TARGET, checked: http or https, a host, no query or fragment."""
+    """A URL TARGET, checked: http or https, a host, a port if any, no user:password@ (never
+    echoed: it is a secret), no query or fragment."""
     try:
         parts = urllib.parse.urlsplit(target)
+    except ValueError as exc:
+        raise TargetError(
+            f"TARGET {shown(target)} is not a valid URL ({exc}); {ACCEPTED}"
+        ) from None
+    if "@" in parts.netloc:
+        raise TargetError(
+            "TARGET: a user:password@ in the URL is not accepted (the URL shows in messages); "
+            "give credentials with -H 'Name: value' or --token-file PATH"
+        )
+    try:
         port = parts.port
     except ValueError as exc:
         raise TargetError(
@@ -70,14 +81,12 @@ def parse_url_target(target: str) -> UrlTarget:
         raise TargetError(
             f"TARGET {shown(target)}: scheme {parts.scheme!r} is not served; {ACCEPTED}"
         )
-    if not parts.hostname:
-        raise TargetError(f"TARGET {shown(target)} has no host; {ACCEPTED}")
-    if parts.query or parts.fragment or parts.username or parts.password:
+    if not parts.hostname or port == 0:
+        raise TargetError(f"TARGET {shown(target)} has no host and port to connect to; {ACCEPTED}")
+    if parts.query or parts.fragment:
         raise TargetError(
-            f"TARGET {shown(target)}: a query, fragment or user:password@ is not accepted "
-            "(give credentials with -H or --token-file); " + ACCEPTED
+            f"TARGET {shown(target)}: a query or fragment is not accepted; {ACCEPTED}"
         )
-    del port
     return UrlTarget(target.rstrip("/"))
 
 
