@@ -214,3 +214,30 @@ def test_verbosity_counts_on_both_sides() -> None:
     argv = ["-v", "ask", "http://h:1", "-m", "x", "-vv"]
     args = build_parser(argv).parse_args(argv)
     assert args.verbose + args.verbose_after == 3
+
+
+def _snapshot(*chunks: str) -> StreamResponse:
+    artifact = Artifact(
+        artifact_id="r", name="response", parts=[Part(text=chunk) for chunk in chunks]
+    )
+    working = TaskStatus(state=TaskState.TASK_STATE_WORKING)
+    return StreamResponse(task=Task(id="t", context_id="c", status=working, artifacts=[artifact]))
+
+
+def test_a_snapshot_catches_up_and_chunks_it_already_holds_are_not_added_again() -> None:
+    fold, ids = TaskFold(), TurnIds("c")
+    assert fold.fold(_snapshot("one "), ids) == [TextDelta("one ")]  # GetTask, mid-stream
+    # The subscription's snapshot holds two more chunks, then re-sends the last of them.
+    assert fold.fold(_snapshot("one ", "two ", "three"), ids) == [TextDelta("two three")]
+    assert fold.fold(_artifact("r", "response", "three", append=True), ids) == []
+    assert fold.fold(_artifact("r", "response", " four", append=True), ids) == [TextDelta(" four")]
+    assert "".join(fold.streamed) == "one two three four"
+
+
+def test_after_a_snapshot_a_new_chunk_that_repeats_no_held_part_is_added() -> None:
+    fold, ids = TaskFold(), TurnIds("c")
+    fold.fold(_snapshot("la "), ids)
+    fold.fold(_snapshot("la ", "di "), ids)
+    assert fold.fold(_artifact("r", "response", "da", append=True), ids) == [TextDelta("da")]
+    assert fold.fold(_artifact("r", "response", " di ", append=True), ids) == [TextDelta(" di ")]
+    assert "".join(fold.streamed) == "la di da di "

@@ -90,11 +90,22 @@ class TurnIds:
 
 @dataclass
 class TaskFold:
-    """The task as its events build it, and which of its artifacts stream text."""
+    """The task as its events build it, which of its artifacts stream text, and how much of
+    each a person has seen.
+
+    What is shown of a streamed artifact is always its text as the fold holds it, less what
+    was shown before: a task read whole (``GetTask``, or the snapshot a subscription starts
+    with) catches the display up with what it holds. A subscription may also re-send chunks
+    its snapshot already holds (the server read the task before it tapped the events): the
+    appends after a snapshot that repeat the snapshot's last parts, in order, are taken as
+    those and not added again.
+    """
 
     task: Task | None = None
     streams: set[str] = field(default_factory=set)  # artifact ids sent in chunks
-    streamed: list[str] = field(default_factory=list)  # the text streamed so far
+    streamed: list[str] = field(default_factory=list)  # the text shown so far, in order
+    _shown: dict[str, str] = field(default_factory=dict)  # per streamed artifact
+    _replay: dict[str, tuple[list[Part], int | None]] = field(default_factory=dict)
 
     @property
     def ended(self) -> bool:
@@ -104,10 +115,8 @@ class TaskFold:
         """One event of the task's stream; the progress it shows."""
         kind = response.WhichOneof("payload")
         if kind == "task":
-            self.task = Task()
-            self.task.CopyFrom(response.task)
-            ids.seen(self.task.id)
-            return []
+            ids.seen(response.task.id)
+            return self.snapshot(response.task)
         if kind == "status_update":
             update = response.status_update
             ids.seen(update.task_id)
@@ -118,37 +127,76 @@ class TaskFold:
             update = response.artifact_update
             ids.seen(update.task_id)
             task = self._current(update.task_id, update.context_id)
-            return self._artifact(task, update.artifact, append=update.append)
+            self._artifact(task, update.artifact, append=update.append)
+            return self._catch_up()
         return []
+
+    def snapshot(self, task: Task) -> list[TurnEvent]:
+        """The task read whole: it replaces the fold's; the text it adds is shown."""
+        if self.task is not None:
+            self._replay = {a.artifact_id: (list(a.parts), None) for a in task.artifacts}
+        self.task = Task()
+        self.task.CopyFrom(task)
+        for artifact in self.task.artifacts:
+            if artifact.name == RESPONSE_ARTIFACT:
+                self.streams.add(artifact.artifact_id)
+        return self._catch_up()
 
     def _current(self, task_id: str, context_id: str) -> Task:
         if self.task is None:
             self.task = Task(id=task_id, context_id=context_id)
         return self.task
 
-    def _artifact(self, task: Task, artifact: Artifact, *, append: bool) -> list[TurnEvent]:
+    def _artifact(self, task: Task, artifact: Artifact, *, append: bool) -> None:
         artifact_id = artifact.artifact_id
         known = next((a for a in task.artifacts if a.artifact_id == artifact_id), None)
-        # The first append shows an artifact is a stream: the text it held comes with it (its
-        # first chunk, or what a task followed mid-stream had streamed before).
-        prior = text_of(known.parts) if known is not None and append else ""
-        if artifact_id in self.streams:
-            prior = ""
-        if known is not None and append:
-            known.parts.extend(artifact.parts)
-        elif known is not None:
-            known.CopyFrom(artifact)
-        else:
-            task.artifacts.append(artifact)
         if append or artifact.name == RESPONSE_ARTIFACT:
             self.streams.add(artifact_id)
-        if artifact_id not in self.streams or (known is not None and not append):
+        if known is not None and append:
+            if not self._replayed(artifact_id, list(artifact.parts)):
+                known.parts.extend(artifact.parts)
+        elif known is not None:
+            known.CopyFrom(artifact)
+            self._shown[artifact_id] = text_of(artifact.parts)  # replaced: nothing to add
+        else:
+            task.artifacts.append(artifact)
+
+    def _replayed(self, artifact_id: str, chunk: list[Part]) -> bool:
+        """Whether ``chunk`` re-sends parts the snapshot holds (see the class docstring)."""
+        window = self._replay.get(artifact_id)
+        if window is None:
+            return False
+        parts, at = window
+        size = len(chunk)
+        if at is None:  # the first append after the snapshot: from its end backwards
+            starts = [k for k in range(len(parts) - size, -1, -1) if parts[k : k + size] == chunk]
+            at = starts[0] if starts else None
+        elif parts[at : at + size] != chunk:
+            at = None
+        if at is None:
+            del self._replay[artifact_id]
+            return False
+        if at + size >= len(parts):
+            del self._replay[artifact_id]
+        else:
+            self._replay[artifact_id] = (parts, at + size)
+        return True
+
+    def _catch_up(self) -> list[TurnEvent]:
+        """The text the streamed artifacts hold beyond what was shown."""
+        if self.task is None:
             return []
-        text = prior + text_of(artifact.parts)
-        if not text:
-            return []
-        self.streamed.append(text)
-        return [TextDelta(text)]
+        events: list[TurnEvent] = []
+        for artifact in self.task.artifacts:
+            artifact_id = artifact.artifact_id
+            if artifact_id not in self.streams:
+                continue
+            text, shown = text_of(artifact.parts), self._shown.get(artifact_id, "")
+            if len(text) > len(shown) and text.startswith(shown):
+                events.append(TextDelta(text[len(shown) :]))
+                self.streamed.append(text[len(shown) :])
+            self._shown[artifact_id] = text
+        return events
 
 
 def _reported(metadata: Struct) -> list[TurnEvent]:
@@ -258,7 +306,8 @@ async def follow_task(conn: Connection, task_id: str, *, wait: bool) -> AsyncIte
     ids = TurnIds(context_id="", task_id=task_id)
     fold = TaskFold()
     try:
-        fold.task = await _get(conn, task_id)
+        for event in fold.snapshot(await _get(conn, task_id)):
+            yield event
         if not fold.ended and not wait:
             return
         async for event in _finish(conn, fold, ids):
@@ -290,12 +339,14 @@ async def _finish(conn: Connection, fold: TaskFold, ids: TurnIds) -> AsyncIterat
         except UnsupportedOperationError:  # it ended before the subscription
             pass
     if not fold.ended:
-        fold.task = await _get(conn, task_id)
+        for event in fold.snapshot(await _get(conn, task_id)):
+            yield event
     delay = POLL_FIRST
     while not fold.ended:
         await asyncio.sleep(delay)
         delay = min(2 * delay, POLL_MAX)
-        fold.task = await _get(conn, task_id)
+        for event in fold.snapshot(await _get(conn, task_id)):
+            yield event
     reply = reply_of_task(fold.task, f"{conn.url} answered")
     for event in _ending(reply, "".join(fold.streamed)):
         yield event

@@ -79,6 +79,10 @@ class TurnOutput:
         self._newline()
         show_artifact(artifact, saved, self.out, self.info)
 
+    def close(self) -> None:
+        """End a line the text left open (a task shown while it still runs)."""
+        self._newline()
+
     def summary(self, context_id: str, task_id: str | None) -> None:
         """``-o json``: the one object, once the turn has ended."""
         ended = self.ended or TurnEnded("failed", message="the turn did not end")

@@ -75,6 +75,7 @@ async def show(conn: Connection, args: argparse.Namespace) -> int:
     await interruptible(follow(), stop)
     if as_json:
         output.summary(task.context_id, task.id)
+    output.close()
     ended = output.ended
     if ended is None:
         return 0  # still running, not followed
