@@ -9,7 +9,9 @@ through before the client connects to it.
   identity (the card's interfaces are used as the agent advertises them).
 - ``APP/AGENT`` (no scheme): the agent ``AGENT`` of the Application ``APP``, reached through
   the API server (:mod:`mas.ctl.cluster`, loaded only for this form); ``rewrite`` maps the
-  in-cluster URLs of its card to the local forwarded addresses.
+  in-cluster URLs of its card to the local forwarded addresses. An error of that module
+  (an exception class defined in it) is printed as one line, as a
+  :class:`~mas.ctl.client.errors.ClientError` is.
 
 Anything else is a :class:`~mas.ctl.client.errors.TargetError` naming both accepted forms.
 """
@@ -24,7 +26,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from mas.ctl.client.errors import TargetError
+from mas.ctl.client.errors import ClientError, TargetError
 
 _NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"  # a Kubernetes object name (DNS label)
 _CLUSTER_TARGET = re.compile(rf"^{_NAME}/{_NAME}$")
@@ -111,10 +113,22 @@ async def open_target(
         raise TargetError(f"TARGET {shown(target)} is neither a URL nor APP/AGENT; {ACCEPTED}")
     try:
         cluster = importlib.import_module("mas.ctl.cluster")
-    except ImportError:
+    except ImportError as exc:
+        missing = exc.name if exc.name and exc.name != "mas.ctl.cluster" else None
+        why = f" (the module {missing} is missing)" if missing else ""
         raise TargetError(
-            f"TARGET {target!r}: this mas-ctl cannot reach agents in a cluster; give the "
+            f"TARGET {target!r}: this mas-ctl cannot reach agents in a cluster{why}; give the "
             "agent's URL instead (e.g. through kubectl port-forward)"
         ) from None
-    async with cluster.open_cluster_target(target, namespace, kube_context, kubeconfig) as found:
-        yield found
+    try:
+        async with cluster.open_cluster_target(
+            target, namespace, kube_context, kubeconfig
+        ) as found:
+            yield found
+    except ClientError:
+        raise
+    except Exception as exc:
+        # The cluster module's own errors are one line for the user, like ours.
+        if type(exc).__module__.startswith("mas.ctl.cluster"):
+            raise ClientError(str(exc)) from None
+        raise
