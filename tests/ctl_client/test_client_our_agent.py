@@ -226,3 +226,27 @@ async def test_remote_chat_on_stdin_with_a_question_and_its_answer(
         desk.release.unlink(missing_ok=True)
     assert "· delegated to helper: ok: helper did: tea\n" in chatting.out
     assert "· chat ended; resume with --context " in chatting.out
+
+
+async def test_remote_chat_resumes_a_context_whose_question_is_open(
+    tmp_path: Path, desk: OurAgent
+) -> None:
+    code, out, err = await run(tmp_path, "ask", desk.url, "-m", "book a table")
+    assert code == 4 and out == "Sure.\nWhich day?\n", err
+    context = field_after(err, "--context ")
+    chatting = await client(
+        tmp_path, "chat", desk.url, "--context", context, "--transport", "rest", stdin=True
+    )
+    try:
+        assert chatting.process.stdin is not None
+        await chatting.wait_for(
+            "· desk waits for an answer (task ", stream="out", timeout=COLD_START
+        )
+        await chatting.wait_for("answer> ", stream="out")
+        chatting.process.stdin.write(b"tuesday\n")
+        await chatting.wait_for("desk> Booked for tuesday (Which day?)\n", stream="out")
+        chatting.process.stdin.close()
+        assert await chatting.finish(STEP) == 0, chatting.err
+    finally:
+        await chatting.close()
+    assert f"· chat ended; resume with --context {context}" in chatting.out

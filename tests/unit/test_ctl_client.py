@@ -25,6 +25,7 @@ from mas.ctl.client.errors import OptionError, TargetError
 from mas.ctl.client.exchange import TaskFold, TurnIds
 from mas.ctl.client.output import safe_name, save_file, terminal_text
 from mas.ctl.client.targets import is_cluster_target, parse_url_target
+from mas.ctl.client.turn_output import reported_line
 from mas.runtime.turns import Delegated, TextDelta
 
 SECRET = "do-not-show-me"
@@ -241,3 +242,11 @@ def test_after_a_snapshot_a_new_chunk_that_repeats_no_held_part_is_added() -> No
     assert fold.fold(_artifact("r", "response", "da", append=True), ids) == [TextDelta("da")]
     assert fold.fold(_artifact("r", "response", " di ", append=True), ids) == [TextDelta(" di ")]
     assert "".join(fold.streamed) == "la di da di "
+
+
+def test_reported_delegations_and_tool_calls_as_lines() -> None:
+    assert reported_line(Delegated("researcher", "k", True, "found\nit")) == (
+        "delegated to researcher: ok: found it"
+    )
+    tool = Delegated("text-tools/word_count", "k", False, "\x1b[31mboom", kind="tool")
+    assert reported_line(tool) == "tool text-tools/word_count: failed: \\x1b[31mboom"
