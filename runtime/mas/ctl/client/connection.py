@@ -117,7 +117,7 @@ class Connection:
             status = self.refused[-1]
         code = next((c for c in (_grpc_code(e) for e in chain) if c in _AUTH_CODES), None)
         if status is not None or code is not None:
-            what = f"HTTP {status}" if status is not None else f"gRPC {code.name}"  # type: ignore[union-attr]
+            what = f"HTTP {status}" if status is not None else f"gRPC {getattr(code, 'name', code)}"
             return AuthRefused(
                 f"{self.url} refused {call} ({what}); {_auth_hint(self.card, self.credentials)}"
             )

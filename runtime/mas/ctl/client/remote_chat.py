@@ -23,7 +23,7 @@ from mas.ctl.client.conversation import RemoteConversation
 from mas.ctl.client.errors import ClientError
 from mas.ctl.client.output import one_line, save_file, terminal_text
 from mas.ctl.client.turn_output import reported_line
-from mas.ctl.commands.chat import ANSWER_PROMPT, PROMPT, QUIT_WORDS, StdinLines, _next_line
+from mas.ctl.commands.chat import ANSWER_PROMPT, PROMPT, QUIT_WORDS, StdinLines, next_line
 from mas.ctl.session.modes import Signals
 from mas.ctl.session.transcript import ConsoleTranscript
 from mas.runtime.turns import ArtifactEmitted, Delegated, TextDelta, TurnEnded, TurnEvent
@@ -58,7 +58,7 @@ async def remote_chat(conn: Connection, args: argparse.Namespace) -> int:
             transcript.idle_prompt = prompt
             out.write(prompt)
             out.flush()
-            line = await _next_line(lines, stop)
+            line = await next_line(lines, stop)
             if line is None or line.strip() in QUIT_WORDS:
                 break
             if not line.strip():

@@ -136,7 +136,7 @@ async def _converse(process: SessionProcess, transcript: ConsoleTranscript, sess
             transcript.idle_prompt = prompt
             sys.stdout.write(prompt)
             sys.stdout.flush()
-            line = await _next_line(lines, stop)
+            line = await next_line(lines, stop)
             if line is None or line.strip() in QUIT_WORDS:
                 break
             if not line.strip():
@@ -158,7 +158,8 @@ async def _converse(process: SessionProcess, transcript: ConsoleTranscript, sess
     return 0
 
 
-async def _next_line(lines: StdinLines, stop: asyncio.Event) -> str | None:
+async def next_line(lines: StdinLines, stop: asyncio.Event) -> str | None:
+    """The next line typed, or ``None`` at end of input or once ``stop`` is set."""
     reader = asyncio.ensure_future(lines.get())
     stopper = asyncio.ensure_future(stop.wait())
     try:
