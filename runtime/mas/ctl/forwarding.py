@@ -1,0 +1,127 @@
+"""Local loopback listeners that carry each connection to a remote port over a stream of its own.
+
+:class:`Forwarder` binds one listener on ``127.0.0.1`` (an ephemeral port) per remote port.
+Each accepted connection asks ``open_stream(port)`` for a connected stream socket to that
+remote port (a blocking call, run in a worker thread: for :mod:`mas.ctl.cluster` it opens a
+port-forward stream through the API server, as ``kubectl port-forward`` does), then copies
+bytes both ways until either side closes. A stream that cannot be opened closes the local
+connection and logs one line; it never stops the listener.
+
+Rules:
+
+- one stream per connection: connections never share one, so one slow download does not
+  hold up another request;
+- :meth:`Forwarder.close` stops listening, cancels every connection still open and closes
+  its sockets; it is idempotent;
+- nothing here knows about Kubernetes: ``open_stream`` is the whole contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+CHUNK = 64 * 1024
+
+# A connected stream socket to the remote ``port``; raises OSError (or anything) when it cannot.
+OpenStream = Callable[[int], socket.socket]
+
+
+class Forwarder:
+    """Loopback listeners for remote ports; see the module docstring for the rules."""
+
+    def __init__(self, open_stream: OpenStream, what: str) -> None:
+        self._open = open_stream
+        self._what = what  # names the remote side in log lines (e.g. "pod ns/name")
+        self._servers: list[asyncio.Server] = []
+        self._connections: set[asyncio.Task[None]] = set()
+        self._local: dict[int, int] = {}
+
+    @property
+    def local_ports(self) -> Mapping[int, int]:
+        """Remote port -> the local port that reaches it."""
+        return dict(self._local)
+
+    async def start(self, ports: Sequence[int]) -> Mapping[int, int]:
+        """Listen for each remote port in ``ports``; return remote port -> local port."""
+        try:
+            for port in dict.fromkeys(ports):
+                server = await asyncio.start_server(self._acceptor(port), LOOPBACK, 0)
+                self._servers.append(server)
+                self._local[port] = server.sockets[0].getsockname()[1]
+        except BaseException:
+            await self.close()
+            raise
+        return self.local_ports
+
+    async def close(self) -> None:
+        """Stop listening and end every open connection."""
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
+        connections = list(self._connections)
+        for task in connections:
+            task.cancel()
+        await asyncio.gather(*connections, return_exceptions=True)
+        for server in servers:
+            await server.wait_closed()
+
+    def _acceptor(
+        self, port: int
+    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await self._accept(port, reader, writer)
+
+        return accept
+
+    async def _accept(
+        self, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await self._carry(port, reader, writer)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _carry(
+        self, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            stream = await asyncio.to_thread(self._open, port)
+        except Exception as exc:
+            logger.warning("cannot forward a connection to %s port %d: %s", self._what, port, exc)
+            return
+        try:
+            remote_reader, remote_writer = await asyncio.open_connection(sock=stream)
+        except BaseException:
+            stream.close()
+            raise
+        try:
+            await asyncio.gather(copy(reader, remote_writer), copy(remote_reader, writer))
+        finally:
+            remote_writer.close()
+            with contextlib.suppress(Exception):
+                await remote_writer.wait_closed()
+
+
+async def copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy ``reader`` to ``writer`` until end of stream, then half-close ``writer``."""
+    try:
+        while data := await reader.read(CHUNK):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (ConnectionError, OSError):
+        writer.close()  # the other side is gone: end this direction too
