@@ -64,6 +64,8 @@ async def run_example(control_dir: Path, tools_url: str, message: str) -> tuple[
         "--override",
         f"infra:spec.endpoints.concierge.url=http://127.0.0.1:{free_port()}",
         "--override",
+        f"infra:spec.endpoints.concierge-mcp.url=http://127.0.0.1:{free_port()}",
+        "--override",
         f"infra:spec.endpoints.researcher.url=http://127.0.0.1:{free_port()}",
         "--override",
         f"infra:spec.endpoints.text-tools.url={tools_url}",

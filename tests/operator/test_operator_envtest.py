@@ -79,6 +79,7 @@ def test_example_converges_with_owned_children_and_status(start_operator: Any, a
     assert [(p.name, p.port) for p in service.spec.ports] == [
         ("a2a-http", 8401),
         ("a2a-grpc", 8411),
+        ("mcp-http", 8404),  # the concierge's MCP door
     ]
     reconciling = wait_condition(api, APP, "Reconciling", "True")
     assert reconciling["reason"] == "RolloutInProgress"

@@ -56,6 +56,9 @@ def test_example_loopback_urls_map_to_the_services_with_a_note_each() -> None:
     assert concierge.card_url == concierge.url + "/.well-known/agent-card.json"
     assert (concierge.http_port, concierge.grpc_port) == (8401, 8411)
     assert [str(n) for n in plan.notes] == [
+        "spec.endpoints.concierge-mcp.url: http://127.0.0.1:8404 is a loopback address, which "
+        "in a pod is the pod itself; in the cluster this door of 'concierge' is advertised and "
+        "reached at its Service, http://research-desk-concierge.team-a.svc:8404",
         "spec.endpoints.concierge.url: http://127.0.0.1:8401 is a loopback address, which in "
         "a pod is the pod itself; in the cluster 'concierge' is advertised and reached at its "
         "Service, http://research-desk-concierge.team-a.svc:8401",
@@ -92,7 +95,7 @@ def test_example_pod_documents_advertise_and_route_through_services() -> None:
         "maslab.io/card-url": "http://research-desk-concierge.team-a.svc:8401"
         "/.well-known/agent-card.json",
     }
-    assert [p["port"] for p in service["spec"]["ports"]] == [8401, 8411]
+    assert [p["port"] for p in service["spec"]["ports"]] == [8401, 8411, 8404]  # A2A, gRPC, MCP
 
 
 def test_a_public_url_is_advertised_as_written_and_peers_still_use_the_service() -> None:
@@ -101,6 +104,7 @@ def test_a_public_url_is_advertised_as_written_and_peers_still_use_the_service()
     plan = plan_application(app, "team-a")
     assert plan.agent("researcher").url == "https://researcher.maslab.example"
     assert [n.path for n in plan.notes] == [
+        "spec.endpoints.concierge-mcp.url",
         "spec.endpoints.concierge.url",
         "spec.endpoints.text-tools.url",
         "spec.endpoints.web-search.url",
@@ -119,12 +123,13 @@ def test_an_unspecified_url_is_mapped_too() -> None:
     app["spec"]["endpoints"]["concierge"]["url"] = "http://0.0.0.0:8401"
     plan = plan_application(app, "team-a")
     assert plan.agent("concierge").url == "http://research-desk-concierge.team-a.svc:8401"
-    assert "an unspecified address" in str(plan.notes[0])
+    [note] = [n for n in plan.notes if n.path == "spec.endpoints.concierge.url"]
+    assert "an unspecified address" in str(note)
 
 
 def test_urls_written_for_the_cluster_need_no_note() -> None:
     app = example()
-    for name in ("concierge", "researcher"):
+    for name in ("concierge", "concierge-mcp", "researcher"):
         del app["spec"]["endpoints"][name]["url"]
     app["spec"]["endpoints"]["web-search"]["url"] = "http://web-search.tools.svc:8080"
     app["spec"]["endpoints"]["text-tools"]["url"] = "http://text-tools.tools.svc:8600/mcp"
@@ -194,7 +199,8 @@ def test_a_pod_local_grpc_url_is_mapped_to_the_service_and_its_port_deployed() -
         "in a pod is the pod itself; in the cluster the gRPC interface of 'researcher' is "
         "advertised and reached at its Service, research-desk-researcher.team-a.svc:8412"
     )
-    assert [n.path for n in plan.notes][:3] == [
+    assert [n.path for n in plan.notes][:4] == [
+        "spec.endpoints.concierge-mcp.url",
         "spec.endpoints.concierge.url",
         "spec.endpoints.researcher.a2a.grpc_url",
         "spec.endpoints.researcher.url",

@@ -36,7 +36,7 @@ def test_render_and_validate_cluster_warn_as_the_operator_does() -> None:
         f"warning: {note}"
         for note in plan_application(yaml.safe_load(EXAMPLE.read_text()), "team-a").notes
     ]
-    assert len(expected) == 4
+    assert len(expected) == 5  # the concierge's two doors, the researcher, two used peers
     render = run("mas_operator.cli", "render", "-f", str(EXAMPLE), "-n", "team-a")
     validate = run("mas.ctl.cli", "validate", "-f", str(EXAMPLE), "--cluster", "-n", "team-a")
     assert (render.returncode, validate.returncode) == (0, 0), render.stderr + validate.stderr
@@ -57,7 +57,7 @@ def test_validate_without_cluster_keeps_the_laptop_urls_silently() -> None:
 
 def test_validate_cluster_with_service_urls_is_quiet(tmp_path: Path) -> None:
     doc = yaml.safe_load(EXAMPLE.read_text())
-    for agent in ("concierge", "researcher"):
+    for agent in ("concierge", "concierge-mcp", "researcher"):
         del doc["spec"]["endpoints"][agent]["url"]
     doc["spec"]["endpoints"]["web-search"]["url"] = "http://web-search.tools.svc:8080"
     doc["spec"]["endpoints"]["text-tools"]["url"] = "http://text-tools.tools.svc:8600/mcp"
@@ -83,4 +83,4 @@ def test_routes_cluster_shows_what_the_pods_route_to() -> None:
         ("concierge", "researcher"): "http://research-desk-researcher.team-a.svc:8402",
         ("researcher", "web-search"): "http://127.0.0.1:8403",
     }
-    assert len(warnings(out.stderr)) == 4
+    assert len(warnings(out.stderr)) == 5

@@ -51,7 +51,7 @@ def test_the_example_is_advertised_and_routed_through_services(
     # between them, the edges that are not Ready (status.routes)
     assert wired["message"].startswith("4 routes resolved (2 remote), 2 deployed agents; ")
     assert wired["message"].endswith("; pod-local urls: " + "; ".join(notes))
-    events = eventually(lambda: len(found := url_events(api)) == 4 and found, what="4 Events")
+    events = eventually(lambda: len(found := url_events(api)) == 5 and found, what="5 Events")
     assert sorted(e.message for e in events) == sorted(notes)
     assert {e.type for e in events} == {"Warning"}
 
@@ -69,12 +69,12 @@ def test_the_example_is_advertised_and_routed_through_services(
     # Reconciles that change nothing about the urls post no further Events.
     eventually(lambda: api.mark_pods_ready() == 2, what="two pods to stand in for")
     wait_condition(api, APP, "Ready", "True")
-    assert len(url_events(api)) == 4
+    assert len(url_events(api)) == 5
 
 
 def test_service_urls_need_no_warning(start_operator: Any, api: Api) -> None:
     document = yaml.safe_load(EXAMPLE.read_text())
-    for agent in ("concierge", "researcher"):
+    for agent in ("concierge", "concierge-mcp", "researcher"):
         del document["spec"]["endpoints"][agent]["url"]
     document["spec"]["endpoints"]["web-search"]["url"] = "http://web-search.tools.svc:8080"
     document["spec"]["endpoints"]["text-tools"]["url"] = "http://text-tools.tools.svc:8600/mcp"

@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 async def test_the_main_job_runs_the_example_agency(tmp_path: Path, control_dir: Path) -> None:
     concierge, researcher, search, unused = free_port(), free_port(), free_port(), free_port()
+    door = free_port()
     # Merge order: the agency document, then --infra-ref, then --override/--bind in order.
     infra = write_app(
         tmp_path / "infra.yaml",
@@ -36,6 +37,7 @@ async def test_the_main_job_runs_the_example_agency(tmp_path: Path, control_dir:
             "spec": {
                 "endpoints": {
                     "concierge": {"url": f"http://127.0.0.1:{concierge}"},
+                    "concierge-mcp": {"url": f"http://127.0.0.1:{door}"},
                     "researcher": {"url": f"http://127.0.0.1:{unused}"},
                     "web-search": {"url": f"http://127.0.0.1:{search}"},
                 }
@@ -62,7 +64,8 @@ async def test_the_main_job_runs_the_example_agency(tmp_path: Path, control_dir:
         "note concierge: gRPC is not served here (nor in its card); mas-ctl serve is the only "
         "path that starts the gRPC listener"
     )
-    assert lines[3].startswith(f"listening researcher: A2A http://127.0.0.1:{researcher} ")
+    assert lines[3] == f"listening concierge: MCP http://127.0.0.1:{door}/mcp"
+    assert lines[4].startswith(f"listening researcher: A2A http://127.0.0.1:{researcher} ")
     assert (
         f"route researcher -> web-search: a2a http://127.0.0.1:{search} (usage: use; owned by "
         "another process)"
