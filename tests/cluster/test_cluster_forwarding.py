@@ -96,14 +96,19 @@ async def test_each_connection_gets_a_stream_of_its_own(remote: tuple[Remote, in
         await forwarder.close()
 
 
-async def test_close_ends_every_open_connection(remote: tuple[Remote, int]) -> None:
+async def test_close_ends_every_open_connection(
+    remote: tuple[Remote, int], caplog: pytest.LogCaptureFixture
+) -> None:
     server, port = remote
     forwarder = Forwarder(connector(port, []), "the test server")
     local = await forwarder.start([8401])
     answer, writer = await exchange(local[8401], "hi")
     assert answer == "1:hi"
     assert server.open == 1
-    await forwarder.close()
+    with caplog.at_level(logging.DEBUG, logger="asyncio"):
+        await forwarder.close()
+        await asyncio.sleep(0)  # the loop runs the handlers' done callbacks
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
     async with asyncio.timeout(DEADLINE):
         while server.open:  # the remote side saw its stream closed
             await asyncio.sleep(0.02)

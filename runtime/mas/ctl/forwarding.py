@@ -23,6 +23,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class Forwarder:
         self._open = open_stream
         self._what = what  # names the remote side in log lines (e.g. "pod ns/name")
         self._servers: list[asyncio.Server] = []
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: dict[asyncio.Task[Any], asyncio.Task[None]] = {}  # handler: copying
         self._local: dict[int, int] = {}
 
     @property
@@ -65,10 +66,11 @@ class Forwarder:
         servers, self._servers = self._servers, []
         for server in servers:
             server.close()
-        connections = list(self._connections)
-        for task in connections:
-            task.cancel()
-        await asyncio.gather(*connections, return_exceptions=True)
+        connections = dict(self._connections)
+        for carrying in connections.values():
+            carrying.cancel()
+        if connections:  # the handlers end on their own once their copying is cancelled
+            await asyncio.wait(connections)
         for server in servers:
             await server.wait_closed()
 
@@ -83,13 +85,25 @@ class Forwarder:
     async def _accept(
         self, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
+        # The copying runs in a task of its own, which close() cancels: the handler task
+        # asyncio made for the connection ends normally (one that is cancelled has its
+        # CancelledError logged by the streams' done callback as an error, on Python 3.11).
+        handler = asyncio.current_task()
+        assert handler is not None
+        carrying = asyncio.create_task(self._carry(port, reader, writer))
+        self._connections[handler] = carrying
         try:
-            await self._carry(port, reader, writer)
+            await asyncio.wait([carrying])
+            if not carrying.cancelled() and carrying.exception() is not None:
+                logger.warning(
+                    "forwarding a connection to %s port %d failed: %s",
+                    self._what,
+                    port,
+                    carrying.exception(),
+                )
         finally:
-            self._connections.discard(task)
+            carrying.cancel()
+            del self._connections[handler]
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
