@@ -314,3 +314,17 @@ async def test_no_kubeconfig_says_where_one_is_looked_for(no_kubeconfig: Path) -
     missing = no_kubeconfig / "absent"
     error = await refusal("research-desk/concierge", None, str(missing))
     assert str(error) == f"kubeconfig {missing}: no such file"
+
+
+async def test_in_a_pod_without_a_service_account_token_says_so(
+    no_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if Path("/var/run/secrets/kubernetes.io/serviceaccount/token").exists():
+        pytest.skip("this machine is a pod with a service account token")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    error = await refusal("research-desk/concierge", None, None)
+    assert str(error) == (
+        "no kubeconfig, and this pod's service account cannot be used (Service token file "
+        "does not exist.): pass --kubeconfig FILE or set KUBECONFIG"
+    )

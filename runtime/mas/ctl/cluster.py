@@ -87,7 +87,10 @@ def load_configuration(
             try:
                 config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             except config.ConfigException as exc:
-                raise ClusterAccessError(f"in-cluster config: {_one_line(exc)}") from None
+                raise ClusterAccessError(
+                    f"no kubeconfig, and this pod's service account cannot be used "
+                    f"({_one_line(exc)}): pass --kubeconfig FILE or set KUBECONFIG"
+                ) from None
             ns = SERVICE_ACCOUNT_NAMESPACE.read_text().strip() if _readable() else None
             return configuration, ns or None
         raise ClusterAccessError(
