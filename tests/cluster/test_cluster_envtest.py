@@ -306,7 +306,9 @@ def no_kubeconfig(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[P
     yield tmp_path
 
 
-async def test_no_kubeconfig_says_where_one_is_looked_for(no_kubeconfig: Path) -> None:
+async def test_no_kubeconfig_says_where_one_is_looked_for(
+    no_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     error = await refusal("research-desk/concierge", None, None)
     assert str(error) == (
         "no kubeconfig: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"
@@ -314,6 +316,17 @@ async def test_no_kubeconfig_says_where_one_is_looked_for(no_kubeconfig: Path) -
     missing = no_kubeconfig / "absent"
     error = await refusal("research-desk/concierge", None, str(missing))
     assert str(error) == f"kubeconfig {missing}: no such file"
+    monkeypatch.setenv("KUBECONFIG", f"{missing}:{missing}-too")
+    error = await refusal("research-desk/concierge", None, None)
+    assert str(error) == f"KUBECONFIG={missing}:{missing}-too: none of its files exists"
+
+
+async def test_kubeconfig_merges_the_files_that_exist(
+    desk: Desk, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{desk.kubeconfig}")
+    error = await refusal("research-desk/summarizer", desk.ns, None)
+    assert "runs in-process inside the pods of concierge, researcher" in str(error)
 
 
 async def test_in_a_pod_without_a_service_account_token_says_so(

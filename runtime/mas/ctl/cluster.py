@@ -97,9 +97,11 @@ def load_configuration(
             "no kubeconfig: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"
         )
     source = path or str(default)
-    for one in source.split(os.pathsep):
-        if one and not Path(one).expanduser().is_file():
-            raise ClusterAccessError(f"kubeconfig {one}: no such file")
+    if kubeconfig is not None and not Path(kubeconfig).expanduser().is_file():
+        raise ClusterAccessError(f"kubeconfig {kubeconfig}: no such file")
+    # KUBECONFIG may list several files; as kubectl does, the ones that exist are merged.
+    if not any(Path(one).expanduser().is_file() for one in source.split(os.pathsep) if one):
+        raise ClusterAccessError(f"KUBECONFIG={source}: none of its files exists")
     try:
         contexts, active = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
             config_file=source
