@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -340,4 +342,35 @@ async def test_in_a_pod_without_a_service_account_token_says_so(
     assert str(error) == (
         "no kubeconfig, and this pod's service account cannot be used (Service token file "
         "does not exist.): pass --kubeconfig FILE or set KUBECONFIG"
+    )
+
+
+def mas_ctl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mas.ctl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+async def test_mas_ctl_says_why_in_one_line_and_exits_1(desk: Desk) -> None:
+    kubeconfig = ["--kubeconfig", desk.kubeconfig]
+    unknown = await asyncio.to_thread(
+        mas_ctl, "ask", "research-dsk/concierge", "-n", desk.ns, *kubeconfig, "-m", "hi"
+    )
+    assert (unknown.returncode, unknown.stdout) == (1, "")
+    assert unknown.stderr == (
+        f"error: no Application 'research-dsk' in namespace '{desk.ns}'; "
+        "Applications there: research-desk\n"
+    )
+    desk.write_status(researcher=0)
+    scaled = await asyncio.to_thread(
+        mas_ctl, "card", "research-desk/researcher", "-n", desk.ns, *kubeconfig
+    )
+    assert (scaled.returncode, scaled.stdout) == (1, "")
+    assert scaled.stderr == (
+        f"error: research-desk/researcher in namespace '{desk.ns}' is not Ready: its "
+        "Deployment research-desk-researcher is scaled to 0 (no pods)\n"
     )

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 
@@ -81,3 +84,35 @@ async def test_the_concierge_answers_through_the_port_forward(desk: Desk, bindin
                 ]
     # The concierge's pod delegated to the researcher's pod, whose echo says "sources on".
     assert reply_text(responses[-1]) == "found: sources on A2A 1.0"
+
+
+def mas_ctl(desk: Desk, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mas-ctl`` on the host with the node's kubeconfig in ``KUBECONFIG``, as a user runs it."""
+    env = {**os.environ, "KUBECONFIG": str(desk.node.kubeconfig)}
+    return subprocess.run(
+        [sys.executable, "-m", "mas.ctl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+    )
+
+
+async def test_mas_ctl_ask_reaches_the_concierge_through_the_api_server(desk: Desk) -> None:
+    done = await asyncio.to_thread(
+        mas_ctl, desk, "ask", "research-desk/concierge", "-n", NS, "-m", "research A2A 1.0"
+    )
+    assert (done.returncode, done.stdout) == (0, "found: sources on A2A 1.0\n"), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+async def test_mas_ctl_ask_of_an_in_process_agent_names_its_hosts(desk: Desk) -> None:
+    done = await asyncio.to_thread(
+        mas_ctl, desk, "ask", "research-desk/summarizer", "-n", NS, "-m", "notes"
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "error: 'summarizer' is not deployed: it runs in-process inside the pods of concierge, "
+        "researcher; ask one of those (e.g. research-desk/concierge), which delegates to it\n"
+    )

@@ -64,6 +64,19 @@ def test_routes_loads_no_server_module() -> None:
     assert loaded == []
 
 
+def test_ask_of_a_url_never_loads_the_kubernetes_client() -> None:
+    """Only an APP/AGENT target needs mas.ctl.cluster (and so the kubernetes client)."""
+    watched = ["kubernetes", "mas.ctl.cluster", "mas.ctl.forwarding"]
+    code, loaded = loaded_by(["ask", "http://127.0.0.1:9", "-m", "hi"], watched)
+    assert code == 1  # nothing listens there
+    assert loaded == []
+    code, loaded = loaded_by(
+        ["ask", "research-desk/concierge", "--kubeconfig", "/nonexistent", "-m", "hi"], watched
+    )
+    assert code == 1  # no such kubeconfig
+    assert loaded == watched
+
+
 def test_serve_help_loads_no_tui_or_probe_module() -> None:
     done = subprocess.run(
         [
