@@ -30,6 +30,7 @@ from mas.infra.incluster import (
     service_url,
     through_services,
 )
+from mas.infra.model_choice import model_choice
 from mas.infra.models import Application, Endpoint, SecretKeyRef
 from mas.infra.routes import Route, agent_auth
 from mas.infra.wiring import Wired, wire
@@ -110,7 +111,7 @@ def _model_peer(params: Mapping[str, Any], model_type: str) -> Peer | None:
                 return None
             default = 443 if parts.scheme == "https" else 80
             return Peer(port if port is not None else default, host=parts.hostname)
-    if model_type == "openai":
+    if model_type in {"openai", "anthropic"}:  # their public APIs, over HTTPS
         return Peer(443)
     return None
 
@@ -167,8 +168,10 @@ def _agent_plan(
                 if pod_local_kind(address.host) is None:  # the pod itself: no policy applies
                     peers.append(Peer(address.port, host=address.host))
             secrets += [h.secret_key_ref for h in tool.headers.values() if h.secret_key_ref]
-        model = spec.agency.agents[source].spec.model
-        peer = _model_peer(model.params, model.type)
+        choice = model_choice(spec, source)
+        if choice.key is not None:  # a named model's API key
+            secrets.append(choice.key)
+        peer = _model_peer(choice.params, choice.plugin)
         if peer is not None:
             peers.append(peer)
     auth = agent_auth(spec.endpoints, agent)  # inbound credentials, whichever door declares them

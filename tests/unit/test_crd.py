@@ -76,9 +76,12 @@ def test_cel_rules_cover_the_single_object_rules() -> None:
 
 def test_free_form_params_keep_unknown_fields() -> None:
     nodes = dict(walk(schema()))
-    params = nodes[".spec.agency.agents[additionalProperties].spec.model.params"]
-    assert params == {
-        "description": "Parameters passed to the plugin's constructor.",
-        "type": "object",
-        "x-kubernetes-preserve-unknown-fields": True,
-    }
+    for path in (
+        ".spec.agency.agents[additionalProperties].spec.model.params",
+        ".spec.models[additionalProperties].params",
+        ".spec.defaults.model.params",
+    ):
+        params = nodes[path]
+        assert params["type"] == "object", path
+        assert params["x-kubernetes-preserve-unknown-fields"] is True, path
+        assert set(params) == {"description", "type", "x-kubernetes-preserve-unknown-fields"}

@@ -8,6 +8,7 @@ import pytest
 
 from mas.infra.documents import read_yaml_file
 from mas.infra.errors import ApplicationInvalid, WiringError
+from mas.infra.model_choice import model_choice
 from mas.infra.models import Application
 from mas.infra.validation import KnownPlugins, check_application, parse_application
 from mas.infra.wiring import wire
@@ -236,7 +237,7 @@ def test_model_defaults_follow_the_seed() -> None:
     endpoint = app.spec.endpoints["worker"]
     assert (endpoint.protocol, endpoint.effective_usage, endpoint.timeout) == ("a2a", "use", 30.0)
     assert app.spec.agency.agents["worker"].metadata.version == "0.1.0"
-    assert app.spec.agency.agents["worker"].spec.model.type == "echo"
+    assert model_choice(app.spec, "worker").plugin == "echo"
 
 
 @pytest.mark.parametrize(

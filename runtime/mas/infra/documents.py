@@ -21,7 +21,7 @@ import yaml
 from mas.infra.errors import ApplicationInvalid, DocumentError, OverrideError
 from mas.infra.guarded_yaml import load_yaml, read_document_text
 
-INFRA_REF_KEYS = ("endpoints", "agent_comm", "defaults", "runtime")
+INFRA_REF_KEYS = ("endpoints", "agent_comm", "models", "defaults", "runtime")
 _SEGMENT = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_-]*)|\[([^\[\]]+)\]")
 _BIND_SCHEMES = {"a2a": "http", "a2as": "https"}
 
@@ -72,7 +72,8 @@ def merge(base: Any, overlay: Any) -> Any:
 def merge_infra_ref(
     document: Mapping[str, Any], ref: Mapping[str, Any], origin: str
 ) -> dict[str, Any]:
-    """Merge an infra document (endpoints, agent_comm, defaults, runtime) over ``document``."""
+    """Merge an infra document (endpoints, agent_comm, models, defaults, runtime) over
+    ``document``."""
     spec = ref.get("spec")
     if not isinstance(spec, dict):
         raise DocumentError(f"{origin}: an infra document needs a 'spec' mapping")

@@ -57,13 +57,78 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class PluginSelector(Model):
-    """A plugin chosen by name from the runtime registry, with its parameters."""
+MAX_BUDGET_TOKENS = 10**12
 
-    type: str = Field(min_length=1, description="The plugin name in its registry category.")
-    params: dict[str, Any] = Field(
-        default_factory=dict, description="Parameters passed to the plugin's constructor."
+
+class PeriodBudget(Model):
+    """A cap on the tokens one agent uses in a fixed window of time."""
+
+    tokens: int = Field(
+        gt=0, le=MAX_BUDGET_TOKENS, description="Most tokens (input + output) per window."
     )
+    seconds: int = Field(
+        default=3600,
+        gt=0,
+        le=366 * 86400,
+        description="The window's length; windows start at multiples of it since the epoch.",
+    )
+
+
+class TokenBudget(Model):
+    """Caps on the tokens a model may use; a turn that passes one ends failed, saying which."""
+
+    turn: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_BUDGET_TOKENS,
+        description="Most tokens (input + output) of the agent's model calls in one turn.",
+    )
+    session: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_BUDGET_TOKENS,
+        description="Most tokens of one session, counting every turn a delegation chain "
+        "started in it reaches.",
+    )
+    period: PeriodBudget | None = Field(
+        default=None, description="Most tokens of the agent per window of time (per replica)."
+    )
+
+
+class ModelSelector(Model):
+    """An agent's model: a named model of spec.models (ref) or a plugin inline (type)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.type) != has(self.ref)",
+                    "message": "set exactly one of type or ref",
+                }
+            ]
+        }
+    )
+
+    type: str | None = Field(
+        default=None, min_length=1, description="The model plugin name (registry category 'model')."
+    )
+    ref: str | None = Field(
+        default=None, min_length=1, max_length=63, description="The name of a model in spec.models."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Parameters passed to the plugin's constructor; with ref, merged over the "
+        "named model's params.",
+    )
+    budget: TokenBudget | None = Field(
+        default=None, description="Token caps of this agent (with ref: instead of the named one's)."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelSelector:
+        if (self.type is None) == (self.ref is None):
+            raise ValueError("set exactly one of type or ref")
+        return self
 
 
 class CommSelector(Model):
@@ -162,9 +227,10 @@ class AgentSpec(Model):
         "the endpoint's protocol), optionally limited to some of their tools.",
     )
     instructions: str | None = Field(default=None, description="System instructions.")
-    model: PluginSelector = Field(
-        default_factory=lambda: PluginSelector(type="echo"),
-        description="The model plugin (registry category 'model').",
+    model: ModelSelector | None = Field(
+        default=None,
+        description="The model: a plugin inline (type) or a named model (ref); absent: "
+        "spec.defaults.model, else the echo plugin.",
     )
 
 
@@ -200,6 +266,37 @@ class SecretKeyRef(Model):
 
     name: str = Field(min_length=1, max_length=253, description="Secret name.")
     key: str = Field(min_length=1, max_length=253, description="Key within the Secret.")
+
+
+MODEL_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+
+
+class NamedModel(Model):
+    """A model the platform team defines once and agents use by name (model: {ref: NAME})."""
+
+    provider: str = Field(
+        min_length=1, max_length=63, description="The model plugin (e.g. openai, anthropic)."
+    )
+    model: str = Field(
+        min_length=1,
+        max_length=256,
+        description="The provider's model name (Azure OpenAI: the deployment's model).",
+    )
+    endpoint: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$",
+        description="The API root, e.g. https://api.openai.com/v1; absent: the provider's own.",
+    )
+    key: SecretKeyRef | None = Field(
+        default=None,
+        description="The API key, from a Secret key (the pods that use the model read it).",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="More of the plugin's parameters (temperature, max_tokens, azure, ...).",
+    )
+    budget: TokenBudget | None = Field(default=None, description="Token caps of each agent.")
 
 
 class HeaderValue(Model):
@@ -695,6 +792,9 @@ class Defaults(Model):
     agent_comm: CommSelector | None = Field(
         default=None, description="The in-process comm variant when spec.agent_comm is absent."
     )
+    model: ModelSelector | None = Field(
+        default=None, description="The model of an agent that sets none (default: echo)."
+    )
 
 
 class ResourceRequirements(Model):
@@ -875,6 +975,14 @@ class ApplicationSpec(Model):
     )
     agent_comm: CommSelector | None = Field(
         default=None, description="The MAS-wide in-process comm variant."
+    )
+    models: dict[
+        Annotated[str, StringConstraints(max_length=63, pattern=MODEL_NAME_PATTERN)], NamedModel
+    ] = Field(
+        default_factory=dict,
+        max_length=MAX_LIST,
+        description="Named models agents use by ref (model: {ref: NAME}); an --infra-ref "
+        "document may bring them.",
     )
     defaults: Defaults = Field(default_factory=Defaults)
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)

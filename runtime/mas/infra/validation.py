@@ -24,6 +24,7 @@ from mas.infra.addresses import (
     parse_tool_server_url,
 )
 from mas.infra.errors import ApplicationInvalid, Problem
+from mas.infra.model_choice import model_problems
 from mas.infra.models import (
     ACCEPTED_API_VERSIONS,
     DNS_LABEL_PATTERN,
@@ -443,16 +444,9 @@ def check_application(
     problems += _comm_problems(
         "spec.defaults.agent_comm", spec.defaults.agent_comm, known.agent_comm
     )
+    problems += model_problems(spec, known.model)
     for agent_id, manifest in spec.agency.agents.items():
         where = f"spec.agency.agents.{agent_id}.spec"
-        if manifest.spec.model.type not in known.model:
-            problems.append(
-                Problem(
-                    f"{where}.model.type",
-                    f"{manifest.spec.model.type!r} is not a known model plugin; known: "
-                    + ", ".join(sorted(known.model)),
-                )
-            )
         problems += _tool_problems(where, manifest, spec.endpoints, known)
         seen: set[str] = set()
         for index, target in enumerate(manifest.spec.delegates_to):

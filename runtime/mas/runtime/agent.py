@@ -36,6 +36,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
+from mas.infra.model_choice import DEFAULT_MODEL, ModelChoice
 from mas.infra.models import AgentManifest
 from mas.runtime.boundary.control import STEER_METADATA_KEY
 from mas.runtime.boundary.delegation import DelegationContract, ToolResult, ToolSpec
@@ -96,6 +97,7 @@ class Agent(TurnRunner):
         max_steps: int = DEFAULT_MAX_STEPS,
         history: ConversationStore | None = None,
         toolbox: Toolbox | None = None,
+        choice: ModelChoice | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.manifest = manifest
@@ -107,8 +109,7 @@ class Agent(TurnRunner):
             max_history=max_history, max_sessions=max_sessions
         )
         self._saving: dict[str, asyncio.Task[str | None]] = {}
-        name = manifest.spec.model.params.get("model")
-        self._model_names = (manifest.spec.model.type, name if isinstance(name, str) else None)
+        self.choice = choice or _inline_choice(manifest)
 
     @property
     def conversations(self) -> ConversationStore:
@@ -163,7 +164,7 @@ class Agent(TurnRunner):
                 calls: list[ToolCall] = []
                 ask: str | None = None
                 try:
-                    with tracing.model_span(self.agent_id, *self._model_names):
+                    with tracing.model_span(self.agent_id, self.choice.plugin, self.choice.model):
                         async for output in self.model.generate(request):
                             if isinstance(output, TextChunk):
                                 if output.text:
@@ -328,3 +329,9 @@ def _forwarded(artifact: ArtifactEmitted, target: str) -> ArtifactEmitted:
         url=artifact.url,
         media_type=artifact.media_type,
     )
+
+
+def _inline_choice(manifest: AgentManifest) -> ModelChoice:
+    """The model choice of an agent built without its document (a plugin inline, or echo)."""
+    selector = manifest.spec.model or DEFAULT_MODEL
+    return ModelChoice(selector.type or "echo", dict(selector.params), budget=selector.budget)

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mas.ctl.session.mailbox import SessionTurnMailbox
+from mas.infra.model_choice import model_choice
 from mas.infra.models import AgentManifest, HeaderValue
 from mas.infra.routes import Route, ToolRoute
 from mas.infra.secrets import secret_env_name
@@ -121,12 +122,9 @@ class RuntimeHost:
         toolboxes: list[Toolbox] = []
         for agent_id in wired.routes.hosted_with(tuple(roots)):
             manifest = agents_doc[agent_id]
+            choice = model_choice(wired.app.spec, agent_id)
             model: ModelPlugin = registry.create(
-                "model",
-                manifest.spec.model.type,
-                manifest.spec.model.params,
-                agent_id=agent_id,
-                env=env,
+                "model", choice.plugin, choice.params, agent_id=agent_id, env=env
             )
             models.append(model)
             routes: dict[str, AgentCommContract] = {}
@@ -139,7 +137,7 @@ class RuntimeHost:
             toolbox = cls._toolbox(registry, wired, agent_id, env, delegation)
             if toolbox is not None:
                 toolboxes.append(toolbox)
-            agent = Agent(agent_id, manifest, model, delegation, toolbox=toolbox)
+            agent = Agent(agent_id, manifest, model, delegation, toolbox=toolbox, choice=choice)
             mailbox = SessionTurnMailbox(agent)
             bus.attach(agent_id, mailbox)
             hosted[agent_id] = _Hosted(manifest, agent, mailbox)

@@ -3,7 +3,9 @@
 A plugin is constructed by the registry as ``Factory(**params, agent_id=..., env=...)``
 (``params`` from the agent manifest's ``spec.model.params``; refuse bad ones with
 :class:`~mas.runtime.errors.PluginConfigError` naming the field, the value and what is
-accepted). One instance serves every session of one agent, concurrently.
+accepted). One instance serves every session of one agent, concurrently. A plugin that
+serves named models (``spec.models``, :mod:`mas.infra.model_choice`) also accepts the params
+``model``, ``base_url`` and ``api_key_env`` (the environment variable holding the key).
 
 Rules of :meth:`ModelPlugin.generate`:
 

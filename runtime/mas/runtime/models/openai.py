@@ -1,7 +1,7 @@
 """``openai``: any OpenAI-compatible chat-completions server, streamed, with tool calling.
 
-Params: ``base_url`` (the API root, e.g. ``https://api.openai.com/v1`` or a local server's
-``http://127.0.0.1:8000/v1``), ``model``, ``api_key_env`` (the name of the environment
+Params: ``base_url`` (the API root, default ``https://api.openai.com/v1``, or a local
+server's ``http://127.0.0.1:8000/v1``), ``model``, ``api_key_env`` (the name of the environment
 variable holding the API key; omit it for servers that need none), ``temperature``,
 ``timeout`` (seconds, default 60), ``max_tokens``.
 
@@ -40,13 +40,15 @@ from mas.runtime.models.base import (
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
 
 class OpenAIParams(BaseModel):
     """The openai model's params."""
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str = Field(min_length=1)
+    base_url: str = Field(default=DEFAULT_BASE_URL, min_length=1)
     model: str = Field(min_length=1)
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     temperature: float | None = Field(default=None, ge=0, le=2)
