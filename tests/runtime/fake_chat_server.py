@@ -2,7 +2,9 @@
 
 It serves ``POST /v1/chat/completions`` on 127.0.0.1 with a free port, answers each request
 with the next planned reply (SSE chunks with ``delta.content`` / ``delta.tool_calls`` and a
-``finish_reason``, or an HTTP error with an OpenAI error body), and records every request.
+``finish_reason``, then the ``usage`` chunk when the request sets
+``stream_options.include_usage``, or an HTTP error with an OpenAI error body), and records
+every request.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Plan:
     chunks: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
     error: str = ""
+    usage: dict[str, Any] | None = None  # sent as the last chunk when the request asks
 
 
 def text_chunks(*texts: str, model: str = "m") -> list[dict[str, Any]]:
@@ -136,8 +139,21 @@ class FakeChatServer:
                 status_code=plan.status,
             )
 
+        chunks = list(plan.chunks)
+        if plan.usage is not None and (body.get("stream_options") or {}).get("include_usage"):
+            # As OpenAI streams it: one more chunk, no choices, the usage of the whole call.
+            chunks.append(
+                {
+                    "id": "cu",
+                    "object": "chat.completion.chunk",
+                    "model": "m",
+                    "choices": [],
+                    "usage": plan.usage,
+                }
+            )
+
         async def stream() -> AsyncIterator[bytes]:
-            for chunk in plan.chunks:
+            for chunk in chunks:
                 yield f"data: {json.dumps(chunk)}\n\n".encode()
             yield b"data: [DONE]\n\n"
 

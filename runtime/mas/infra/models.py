@@ -81,7 +81,8 @@ class TokenBudget(Model):
         default=None,
         gt=0,
         le=MAX_BUDGET_TOKENS,
-        description="Most tokens (input + output) of the agent's model calls in one turn.",
+        description="Most tokens (input + output) of one turn: the agent's model calls and "
+        "its delegates' turns.",
     )
     session: int | None = Field(
         default=None,

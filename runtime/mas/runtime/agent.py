@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mas.infra.model_choice import DEFAULT_MODEL, ModelChoice
 from mas.infra.models import AgentManifest
@@ -51,7 +51,9 @@ from mas.runtime.models.base import (
     ModelRequest,
     TextChunk,
     ToolCall,
+    Usage,
 )
+from mas.runtime.tokens import TokenLedger, TurnTokens
 from mas.runtime.toolbox import Toolbox
 from mas.runtime.turns import (
     CORRELATION_ID,
@@ -110,6 +112,8 @@ class Agent(TurnRunner):
         )
         self._saving: dict[str, asyncio.Task[str | None]] = {}
         self.choice = choice or _inline_choice(manifest)
+        label = self.choice.ref or self.choice.model or self.choice.plugin
+        self.tokens = TokenLedger(agent_id, label, self.choice.budget)
 
     @property
     def conversations(self) -> ConversationStore:
@@ -143,6 +147,7 @@ class Agent(TurnRunner):
         depth = _depth(turn.metadata.get(DELEGATION_DEPTH))
         correlation = str(turn.metadata.get(CORRELATION_ID) or turn.turn_id)
         state = _TurnState(added=[ChatMessage("user", turn.text, data=turn.data)])
+        tokens = self.tokens.begin(session_id, turn.metadata)
         ended: TurnEnded | None = None
         asked: str | None = None
         try:
@@ -152,6 +157,11 @@ class Agent(TurnRunner):
                 for line in notices:
                     yield Delegated("tools", "", False, line, kind="tool")
             for _step in range(self._max_steps):
+                exhausted = tokens.exhausted()
+                if exhausted is not None:
+                    text = "".join(state.reply)
+                    ended = TurnEnded("failed", text=text, message=tokens.stop(exhausted))
+                    break
                 request = ModelRequest(
                     self.agent_id,
                     self.manifest.spec.instructions,
@@ -164,7 +174,8 @@ class Agent(TurnRunner):
                 calls: list[ToolCall] = []
                 ask: str | None = None
                 try:
-                    with tracing.model_span(self.agent_id, self.choice.plugin, self.choice.model):
+                    choice = self.choice
+                    with tracing.model_span(self.agent_id, choice.plugin, choice.model) as span:
                         async for output in self.model.generate(request):
                             if isinstance(output, TextChunk):
                                 if output.text:
@@ -176,6 +187,11 @@ class Agent(TurnRunner):
                                 ask = output.question
                             elif isinstance(output, EmitArtifact):
                                 yield output.artifact
+                            elif isinstance(output, Usage):
+                                tokens.add(output)
+                                tracing.record_usage(
+                                    span, output.input_tokens, output.output_tokens, output.model
+                                )
                 except Exception as exc:
                     logger.warning("agent %s: model failed: %s", self.agent_id, exc)
                     _close_generation(state)
@@ -195,8 +211,17 @@ class Agent(TurnRunner):
                     ended = TurnEnded("completed", text="".join(state.reply))
                     break
                 for call in calls:
+                    exhausted = tokens.exhausted()
+                    if exhausted is not None:  # no call, no delegation past a budget
+                        _mark_interrupted(state)  # every call asked for gets an answer
+                        text = "".join(state.reply)
+                        ended = TurnEnded("failed", text=text, message=tokens.stop(exhausted))
+                        break
                     tool = self.toolbox is not None and self.toolbox.server_of(call.name)
-                    result = await self._call(call, turn, correlation, depth, tool=bool(tool))
+                    result = await self._call(
+                        call, turn, correlation, depth, tool=bool(tool), tokens=tokens
+                    )
+                    tokens.absorb(result.metadata)
                     state.added.append(
                         ChatMessage("tool", result.text, tool_call_id=call.call_id, name=call.name)
                     )
@@ -210,6 +235,8 @@ class Agent(TurnRunner):
                     )
                     for artifact in result.artifacts:
                         yield _forwarded(artifact, where)
+                if ended is not None:
+                    break
             else:
                 ended = TurnEnded(
                     "failed",
@@ -223,6 +250,9 @@ class Agent(TurnRunner):
                 _mark_interrupted(state)
                 await self._keep(session_id, state.added, None)
         assert ended is not None  # every way out of the loop above sets it
+        exhausted = tokens.exhausted() if ended.status != "failed" else None
+        if exhausted is not None:  # the last call passed a cap: the turn does not succeed
+            ended = TurnEnded("failed", text=ended.text, message=tokens.stop(exhausted))
         if trouble is not None:
             ended = TurnEnded(
                 "failed",
@@ -230,6 +260,8 @@ class Agent(TurnRunner):
                 message=f"agent {self.agent_id!r} answered, but a follow-up would miss this "
                 f"turn: {trouble}",
             )
+        if tokens.by_model:
+            ended = replace(ended, metadata={**ended.metadata, **tokens.metadata()})
         yield ended
 
     async def _keep(
@@ -263,7 +295,14 @@ class Agent(TurnRunner):
             del self._saving[session_id]
 
     async def _call(
-        self, call: ToolCall, turn: TurnInput, correlation: str, depth: int, *, tool: bool
+        self,
+        call: ToolCall,
+        turn: TurnInput,
+        correlation: str,
+        depth: int,
+        *,
+        tool: bool,
+        tokens: TurnTokens,
     ) -> ToolResult:
         """One tool call: a tool-server tool through the toolbox, else a delegation."""
         if tool and self.toolbox is not None:
@@ -277,6 +316,7 @@ class Agent(TurnRunner):
             turn_id=turn.turn_id,
             correlation_id=correlation,
             depth=depth,
+            metadata=tokens.delegation_metadata(),
         )
 
 

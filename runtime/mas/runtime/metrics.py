@@ -19,7 +19,13 @@ session mailbox updates the turn metrics, the delegation contract the delegation
 - ``maslab_conversation_evictions_total{agent, reason}``: conversations evicted whole from
   the in-memory conversation store (:mod:`mas.runtime.memory_history`), reason ``count``
   or ``bytes``; ``maslab_conversation_messages_dropped_total{agent, reason}``: messages
-  dropped from one conversation past its bound, reason ``length`` or ``bytes``.
+  dropped from one conversation past its bound, reason ``length`` or ``bytes``;
+- ``maslab_model_tokens_total{agent, model, kind}``: tokens of the model calls, kind
+  ``input`` or ``output``, model the named model (``spec.models``) or the provider's model
+  name or the plugin; ``maslab_model_call_tokens{agent, model, kind}``: a histogram of the
+  tokens of one call;
+- ``maslab_budget_exhausted_total{agent, budget}``: turns ended ``failed`` because a token
+  budget (``turn``, ``session``, ``period``) was used up.
 """
 
 from __future__ import annotations
@@ -60,6 +66,26 @@ TOOL_CALLS = Counter(
     "maslab_tool_calls",
     "Tool-server calls, by agent, server, tool and outcome.",
     ["agent", "server", "tool", "outcome"],
+    registry=REGISTRY,
+)
+
+MODEL_TOKENS = Counter(
+    "maslab_model_tokens",
+    "Tokens of the model calls, by agent, model and kind (input or output).",
+    ["agent", "model", "kind"],
+    registry=REGISTRY,
+)
+MODEL_CALL_TOKENS = Histogram(
+    "maslab_model_call_tokens",
+    "Tokens of one model call, by agent, model and kind (input or output).",
+    ["agent", "model", "kind"],
+    buckets=(16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576),
+    registry=REGISTRY,
+)
+BUDGET_EXHAUSTED = Counter(
+    "maslab_budget_exhausted",
+    "Turns ended failed because a token budget was used up, by agent and budget.",
+    ["agent", "budget"],
     registry=REGISTRY,
 )
 

@@ -74,6 +74,7 @@ class TurnEnded:
     status: Literal["completed", "input_required", "failed", "canceled"]
     text: str = ""
     message: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # for the task (maslab.tokens)
 
 
 TurnEvent = TextDelta | ArtifactEmitted | Delegated | TurnEnded

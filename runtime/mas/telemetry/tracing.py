@@ -57,6 +57,7 @@ __all__ = [
     "inject",
     "model_span",
     "on",
+    "record_usage",
     "shutdown",
     "span",
     "tool_span",
@@ -244,10 +245,22 @@ def model_span(agent: str, provider: str, model: str | None) -> AbstractContextM
     attributes = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": provider,
+        "gen_ai.system": provider,  # the older convention's name, still read by many backends
         "gen_ai.request.model": model,
         MAS_AGENT: agent,
     }
     return span(f"chat {model or provider}", kind="client", attributes=attributes)
+
+
+def record_usage(
+    target: Span | None, input_tokens: int, output_tokens: int, response_model: str | None
+) -> None:
+    """The tokens of one model call on its span (gen-ai ``gen_ai.usage.*``)."""
+    if target is not None and target.is_recording():
+        target.set_attribute("gen_ai.usage.input_tokens", input_tokens)
+        target.set_attribute("gen_ai.usage.output_tokens", output_tokens)
+        if response_model:
+            target.set_attribute("gen_ai.response.model", response_model)
 
 
 def tool_span(agent: str, tool: str, source: str = "mcp") -> AbstractContextManager[Any]:

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 
-from library_ioa.plugins.a2a.parts import artifact_from_a2a, text_of
+from library_ioa.plugins.a2a.parts import artifact_from_a2a, struct_to_dict, text_of
 from mas.runtime.boundary.agentcomm import CommReply
 from mas.runtime.errors import PeerProtocolError
 from mas.runtime.turns import ArtifactEmitted
@@ -89,7 +89,8 @@ def reply_of_task(task: Task, where: str) -> CommReply:
     artifacts: list[ArtifactEmitted] = []
     for artifact in task.artifacts:
         artifacts.extend(_passed_on(artifact, text, from_artifacts))
-    return CommReply(status, text, tuple(artifacts), task.id)  # type: ignore[arg-type]
+    metadata = struct_to_dict(task.metadata) if task.HasField("metadata") else {}
+    return CommReply(status, text, tuple(artifacts), task.id, metadata)  # type: ignore[arg-type]
 
 
 def _passed_on(artifact: Artifact, reply: str, reply_is_artifacts: bool) -> list[ArtifactEmitted]:

@@ -171,6 +171,7 @@ class ObservedDelegation(DelegationContract):
         turn_id: str,
         correlation_id: str,
         depth: int,
+        metadata: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Report the start, run the wrapped call, report its end."""
         target = self.inner.target_of(tool_name) or tool_name
@@ -183,6 +184,7 @@ class ObservedDelegation(DelegationContract):
             turn_id=turn_id,
             correlation_id=correlation_id,
             depth=depth,
+            metadata=metadata,
         )
         self.hub.emit(
             DelegationFinished(self.source, target, session_id, result.ok, result.text[:300])

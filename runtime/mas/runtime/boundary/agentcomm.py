@@ -49,6 +49,7 @@ class CommReply:
     text: str
     artifacts: tuple[ArtifactEmitted, ...] = ()
     task_id: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # the peer task's (maslab.tokens)
 
 
 class AgentCommContract(ABC):

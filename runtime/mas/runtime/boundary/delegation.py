@@ -93,6 +93,7 @@ class ToolResult:
     text: str
     status: str | None = None
     artifacts: tuple[ArtifactEmitted, ...] = field(default=())
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # the peer's (maslab.tokens)
 
 
 def tool_name_for(target: str) -> str:
@@ -164,8 +165,11 @@ class DelegationContract:
         turn_id: str,
         correlation_id: str,
         depth: int,
+        metadata: Mapping[str, Any] | None = None,
     ) -> ToolResult:
-        """Run one tool call: at most one send, never an exception for a failed delegation."""
+        """Run one tool call: at most one send, never an exception for a failed delegation.
+
+        ``metadata`` goes to the peer with the message (a session budget's chain use)."""
         call_id = f"{turn_id}.{uuid.uuid4().hex[:12]}"
         target = self.target_of(tool_name)
         if target is None:
@@ -198,6 +202,7 @@ class DelegationContract:
             correlation_id=correlation_id,
             depth=depth + 1,
             data=data,
+            metadata=dict(metadata or {}),
         )
         try:
             with tracing.span(
@@ -228,12 +233,15 @@ class DelegationContract:
                 f"agent {target!r} {reply.status}: {reply.text}",
                 reply.status,
                 reply.artifacts,
+                reply.metadata,
             )
         metrics.DELEGATIONS.labels(self.source, target, "ok").inc()
         text = reply.text
         if reply.status == "input_required":
             text = f"agent {target!r} needs more input (delegate again to answer): {reply.text}"
-        return ToolResult(tool_name, target, call_id, True, text, reply.status, reply.artifacts)
+        return ToolResult(
+            tool_name, target, call_id, True, text, reply.status, reply.artifacts, reply.metadata
+        )
 
     def _span_attributes(
         self, target: str, outbound: OutboundMessage, turn_id: str

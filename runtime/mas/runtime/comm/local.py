@@ -123,7 +123,9 @@ class LocalAgentComm(AgentCommContract):
                         reply = event.text or "".join(text)
                         if event.status in ("failed", "canceled") and event.message:
                             reply = event.message
-                        return CommReply(event.status, reply, tuple(artifacts))
+                        return CommReply(
+                            event.status, reply, tuple(artifacts), metadata=event.metadata
+                        )
         except TimeoutError:
             raise PeerTimeout(
                 f"agent {message.target!r} did not answer within {self._timeout} s"

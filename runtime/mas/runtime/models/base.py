@@ -16,6 +16,10 @@ Rules of :meth:`ModelPlugin.generate`:
   :class:`ToolCall` (the agent runs each and calls ``generate`` again with the results
   appended as ``tool`` messages), :class:`AskHuman` (the turn ends ``input_required``; the
   session's next input is the answer), :class:`EmitArtifact`.
+- It yields a :class:`Usage` with the tokens the provider reports for the generation (its
+  usage fields, streamed usage included), at most one per generation; the agent counts them
+  (metrics, the model span, the turn's task metadata, budgets). A plugin that yields none
+  is counted as using none.
 - It is interruptible between chunks: the agent may stop iterating at any ``await``
   (``asyncio.CancelledError`` or ``aclose``); release what you hold in ``finally``.
 - A failure raises (preferably :class:`~mas.runtime.errors.ModelError` with a message a
@@ -111,7 +115,16 @@ class EmitArtifact:
     artifact: ArtifactEmitted
 
 
-ModelOutput = TextChunk | ToolCall | AskHuman | EmitArtifact
+@dataclass(frozen=True)
+class Usage:
+    """The tokens one generation used, as the provider reports them."""
+
+    input_tokens: int
+    output_tokens: int
+    model: str | None = None  # the model that answered (the provider's response model)
+
+
+ModelOutput = TextChunk | ToolCall | AskHuman | EmitArtifact | Usage
 
 
 class ModelPlugin(ABC):

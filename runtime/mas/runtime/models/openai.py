@@ -8,7 +8,10 @@ variable holding the API key; omit it for servers that need none), ``temperature
 Each generation is one ``POST <base_url>/chat/completions`` with ``stream: true``: the
 agent's instructions as the system message, the session's history, and the delegate tools
 as ``tools`` (function calling); structured input (``TurnInput.data``) is appended to its
-user message as JSON. ``delta.content`` chunks stream as text; ``delta.tool_calls``
+user message as JSON, and ``stream_options.include_usage`` asks for the usage chunk (turn it
+off with ``stream_usage: false`` for a server that refuses the option): its
+``prompt_tokens`` and ``completion_tokens`` become one :class:`Usage` after the stream.
+``delta.content`` chunks stream as text; ``delta.tool_calls``
 fragments are assembled by index and handed to the agent when the choice finishes. An
 HTTP error, a timeout, an unreachable server or a malformed stream raises
 :class:`~mas.runtime.errors.ModelError` with the status and the server's own message (the
@@ -35,6 +38,7 @@ from mas.runtime.models.base import (
     ModelRequest,
     TextChunk,
     ToolCall,
+    Usage,
     validate_params,
 )
 
@@ -54,6 +58,7 @@ class OpenAIParams(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     timeout: float = Field(default=60.0, gt=0, le=3600)
     max_tokens: int | None = Field(default=None, ge=1)
+    stream_usage: bool = True  # ask for the usage chunk (stream_options.include_usage)
 
     @field_validator("base_url")
     @classmethod
@@ -132,6 +137,8 @@ class OpenAIModel(ModelPlugin):
             "messages": wire_messages(request),
             "stream": True,
         }
+        if self.params.stream_usage:
+            body["stream_options"] = {"include_usage": True}
         if request.tools:
             body["tools"] = [tool.as_openai() for tool in request.tools]
         if self.params.temperature is not None:
@@ -149,6 +156,7 @@ class OpenAIModel(ModelPlugin):
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
         calls: dict[int, _PartialCall] = {}
+        usage: list[Usage] = []
         try:
             async with self._client.stream(
                 "POST", self._url, json=self.request_body(request), headers=headers
@@ -165,7 +173,10 @@ class OpenAIModel(ModelPlugin):
                     if payload == "[DONE]":
                         break
                     for output in self._chunk(payload, calls):
-                        yield output
+                        if isinstance(output, Usage):
+                            usage[:] = [output]  # the last report wins
+                        else:
+                            yield output
         except httpx.TimeoutException:
             raise ModelError(f"{self._where()}: no answer within {self.params.timeout} s") from None
         except httpx.HTTPError as exc:
@@ -175,6 +186,8 @@ class OpenAIModel(ModelPlugin):
             yield ToolCall(
                 partial.call_id or f"call-{index}", partial.name, "".join(partial.arguments)
             )
+        if usage:
+            yield usage[0]
 
     def _chunk(self, payload: str, calls: dict[int, _PartialCall]) -> list[ModelOutput]:
         try:
@@ -185,6 +198,9 @@ class OpenAIModel(ModelPlugin):
                 f"{self._where()}: the stream is not chat-completions chunks: {payload[:120]!r}"
             ) from None
         out: list[ModelOutput] = []
+        reported = chunk.get("usage")
+        if isinstance(reported, dict):
+            out.append(self._usage(reported, chunk.get("model")))
         for choice in choices:
             delta = choice.get("delta") or {}
             content = delta.get("content")
@@ -198,6 +214,15 @@ class OpenAIModel(ModelPlugin):
                 if function.get("arguments"):
                     partial.arguments.append(str(function["arguments"]))
         return out
+
+    def _usage(self, reported: dict[str, Any], model: Any) -> Usage:
+        """The chunk's ``usage`` block (``prompt_tokens``, ``completion_tokens``)."""
+        counts = [reported.get("prompt_tokens", 0), reported.get("completion_tokens", 0)]
+        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+            raise ModelError(
+                f"{self._where()}: the usage block is not token counts: {reported!r:.120}"
+            )
+        return Usage(counts[0], counts[1], model if isinstance(model, str) else None)
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

@@ -20,6 +20,7 @@ Params::
         release_file: "/tmp/go"   # after the first chunk, hold until this file exists
         release_timeout_ms: 60000 # at most this long; then the generation fails saying so
         ask: "template"           # then ask a person (the turn ends input_required)
+        usage: {input: 120, output: 30}  # tokens reported after each generation of the rule
     default: {reply: "..."}       # used when no rule matches (no ``match``); without one,
                                   # an unmatched input fails the turn with a clear message
 
@@ -71,6 +72,7 @@ from mas.runtime.models.base import (
     ModelRequest,
     TextChunk,
     ToolCall,
+    Usage,
     validate_params,
 )
 from mas.runtime.models.echo import words
@@ -125,6 +127,15 @@ class ToolRule(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class UsageRule(BaseModel):
+    """The tokens a rule reports for each of its generations (as a provider's usage)."""
+
+    model_config = _STRICT
+
+    input: int = Field(default=0, ge=0)
+    output: int = Field(default=0, ge=0)
+
+
 class Rule(BaseModel):
     """One rule (``match`` is absent only in the default rule)."""
 
@@ -143,6 +154,7 @@ class Rule(BaseModel):
     release_file: str | None = Field(default=None, min_length=1)
     release_timeout_ms: int = Field(default=60_000, ge=1, le=600_000)
     fail: str | None = None
+    usage: UsageRule | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Rule:
@@ -317,6 +329,8 @@ class ScriptedModel(ModelPlugin):
             call = _call_of(rule, request, render)
             if call is not None:
                 yield call
+                if rule.usage is not None:
+                    yield Usage(rule.usage.input, rule.usage.output, "scripted")
                 return
         values["result"] = results[-1].content if results else ""
         for artifact in rule.artifacts:
@@ -334,6 +348,8 @@ class ScriptedModel(ModelPlugin):
                 await _released(Path(rule.release_file), rule.release_timeout_ms)
         if rule.ask is not None:
             yield AskHuman(render(rule.ask))
+        if rule.usage is not None:
+            yield Usage(rule.usage.input, rule.usage.output, "scripted")
 
 
 async def _released(path: Path, timeout_ms: int) -> None:

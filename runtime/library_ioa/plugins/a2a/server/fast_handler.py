@@ -304,7 +304,7 @@ class FastSendHandler(CountingRequestHandler):
             # Ended with text and nothing else (the mailbox's ticket says so): its end is
             # the answer, without reading the events back.
             ended = result.result()
-            if ended.status == "completed":
+            if ended.status == "completed" and not ended.metadata:
                 return ended.text
         stream = ticket.events().__aiter__()
         replay = _Replay(ticket, stream)
@@ -317,7 +317,7 @@ class FastSendHandler(CountingRequestHandler):
             if not isinstance(event, TextDelta | TurnEnded):
                 return replay
         end = replay.seen[-1] if replay.seen else None
-        if not isinstance(end, TurnEnded) or end.status != "completed":
+        if not isinstance(end, TurnEnded) or end.status != "completed" or end.metadata:
             return replay
         return end.text
 

@@ -225,6 +225,7 @@ class TurnPublisher:
                 and not self._working
                 and self._executor.pending(self._task_id) == 0
                 and not (self._existing and buffered)
+                and not event.metadata  # a Message answer has no task to carry it
             ):
                 await self._answer_at_once(event)
                 return None
@@ -278,6 +279,12 @@ class TurnPublisher:
         else:
             await self._end(event)
 
+    async def _status(self, state: Any, text: str, end: TurnEnded) -> None:
+        """The turn's final status; its metadata (maslab.tokens) merges into the task's."""
+        await self._updater.update_status(
+            state, self._reply(text), metadata=dict(end.metadata) or None
+        )
+
     async def _end(self, end: TurnEnded) -> None:
         if self._streamed:
             # A replace steer withdrew the first chunks: the last chunk replaces the artifact
@@ -296,15 +303,16 @@ class TurnPublisher:
                 await self._updater.update_status(
                     TaskState.TASK_STATE_WORKING,
                     self._reply(end.text),
-                    metadata={"mas.turn_completed": True},
+                    metadata={"mas.turn_completed": True, **end.metadata},
                 )
             else:
                 self._executor.closing(self._task_id)
-                await self._updater.complete(self._reply(end.text))
+                await self._status(TaskState.TASK_STATE_COMPLETED, end.text, end)
         elif end.status == "input_required":
-            await self._updater.requires_input(self._reply(end.text or end.message))
+            await self._status(TaskState.TASK_STATE_INPUT_REQUIRED, end.text or end.message, end)
         elif end.status == "failed":
             self._executor.closing(self._task_id)
-            await self._updater.failed(self._reply(end.message or end.text or "the turn failed"))
+            text = end.message or end.text or "the turn failed"
+            await self._status(TaskState.TASK_STATE_FAILED, text, end)
         else:
             await self._updater.cancel(self._reply(end.message or "the turn was canceled"))
