@@ -170,7 +170,18 @@ def test_the_chart_renders_the_dashboard_rules_and_pod_monitor_only_when_asked()
     assert rule["spec"] == yaml.safe_load((FILES / "alerts.yaml").read_text())
     monitor = next(o for o in objects if o["kind"] == "PodMonitor")
     assert monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "mas-agent"
-    assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "interval": "30s"}]
+    assert monitor["spec"]["podMetricsEndpoints"] == [
+        {
+            "port": "metrics",
+            "interval": "30s",
+            "relabelings": [  # the application label the tokens-per-Application panel sums by
+                {
+                    "sourceLabels": ["__meta_kubernetes_pod_label_app_kubernetes_io_instance"],
+                    "targetLabel": "application",
+                }
+            ],
+        }
+    ]
 
 
 def test_the_operator_logs_json_and_traces_its_reconciles_when_the_values_ask() -> None:
