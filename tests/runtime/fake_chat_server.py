@@ -29,6 +29,8 @@ class Recorded:
 
     headers: dict[str, str]
     body: dict[str, Any]
+    path: str = ""
+    query: str = ""
 
 
 @dataclass
@@ -39,6 +41,7 @@ class Plan:
     status: int = 200
     error: str = ""
     usage: dict[str, Any] | None = None  # sent as the last chunk when the request asks
+    headers: dict[str, str] = field(default_factory=dict)  # of an error (e.g. Retry-After)
 
 
 def text_chunks(*texts: str, model: str = "m") -> list[dict[str, Any]]:
@@ -103,7 +106,17 @@ class FakeChatServer:
     def __init__(self) -> None:
         self.plans: deque[Plan] = deque()
         self.requests: list[Recorded] = []
-        app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._complete, methods=["POST"]),
+                # Azure OpenAI's form: the deployment in the path, api-version in the query
+                Route(
+                    "/openai/deployments/{deployment}/chat/completions",
+                    self._complete,
+                    methods=["POST"],
+                ),
+            ]
+        )
         config = uvicorn.Config(
             app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="none"
         )
@@ -124,12 +137,19 @@ class FakeChatServer:
 
     @property
     def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """The server's root (an Azure resource's endpoint has no ``/v1``)."""
         port = self._server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}/v1"
+        return f"http://127.0.0.1:{port}"
 
     async def _complete(self, request: Request) -> Response:
         body = await request.json()
-        self.requests.append(Recorded(dict(request.headers), body))
+        self.requests.append(
+            Recorded(dict(request.headers), body, request.url.path, request.url.query)
+        )
         if not self.plans:
             return JSONResponse({"error": {"message": "no reply planned"}}, status_code=500)
         plan = self.plans.popleft()
@@ -137,6 +157,7 @@ class FakeChatServer:
             return JSONResponse(
                 {"error": {"message": plan.error, "type": "invalid_request_error"}},
                 status_code=plan.status,
+                headers=plan.headers,
             )
 
         chunks = list(plan.chunks)

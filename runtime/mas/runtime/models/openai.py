@@ -15,15 +15,23 @@ off with ``stream_usage: false`` for a server that refuses the option): its
 fragments are assembled by index and handed to the agent when the choice finishes. An
 HTTP error, a timeout, an unreachable server or a malformed stream raises
 :class:`~mas.runtime.errors.ModelError` with the status and the server's own message (the
-turn ends ``failed``); the API key never appears in a message.
+turn ends ``failed``); the API key never appears in a message. 429, 5xx and a refused
+connection are asked again first (``retries``, ``backoff``, ``retry_max_seconds``:
+:mod:`mas.runtime.models.retries`).
+
+Azure OpenAI: ``azure: {deployment, api_version}`` with ``base_url`` the resource's
+endpoint (``https://NAME.openai.azure.com``) posts to
+``<base_url>/openai/deployments/<deployment>/chat/completions?api-version=<api_version>``
+with the key in the ``api-key`` header.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,13 +49,23 @@ from mas.runtime.models.base import (
     Usage,
     validate_params,
 )
+from mas.runtime.models.retries import Retrying, RetryParams, retried
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAIParams(BaseModel):
+class AzureParams(BaseModel):
+    """Azure OpenAI: the deployment and the API version."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    deployment: str = Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9._-]+$")
+    api_version: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")
+
+
+class OpenAIParams(RetryParams):
     """The openai model's params."""
 
     model_config = ConfigDict(extra="forbid")
@@ -59,6 +77,7 @@ class OpenAIParams(BaseModel):
     timeout: float = Field(default=60.0, gt=0, le=3600)
     max_tokens: int | None = Field(default=None, ge=1)
     stream_usage: bool = True  # ask for the usage chunk (stream_options.include_usage)
+    azure: AzureParams | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -127,8 +146,21 @@ class OpenAIModel(ModelPlugin):
                     f"model 'openai': params.api_key_env: the environment variable "
                     f"{self.params.api_key_env} is not set (it must hold the API key)"
                 )
-        self._url = f"{self.params.base_url}/chat/completions"
+        if self.params.azure is not None:
+            azure = self.params.azure
+            if "base_url" not in params:
+                raise PluginConfigError(
+                    "model 'openai': params.base_url: is required with azure (the resource's "
+                    "endpoint, e.g. https://NAME.openai.azure.com)"
+                )
+            self._url = (
+                f"{self.params.base_url}/openai/deployments/{azure.deployment}/chat/completions"
+                f"?api-version={azure.api_version}"
+            )
+        else:
+            self._url = f"{self.params.base_url}/chat/completions"
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.params.timeout))
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # a test may watch it
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body of one generation."""
@@ -150,37 +182,58 @@ class OpenAIModel(ModelPlugin):
     def _where(self) -> str:
         return f"openai model {self.params.model!r} at {self._url}"
 
-    async def generate(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
-        """One streamed chat completion."""
+    def _headers(self) -> dict[str, str]:
         headers = {"Accept": "text/event-stream"}
-        if self._key:
+        if self._key and self.params.azure is not None:
+            headers["api-key"] = self._key
+        elif self._key:
             headers["Authorization"] = f"Bearer {self._key}"
+        return headers
+
+    async def generate(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
+        """One streamed chat completion (asked again on a retried failure, module docstring)."""
         calls: dict[int, _PartialCall] = {}
         usage: list[Usage] = []
-        try:
-            async with self._client.stream(
-                "POST", self._url, json=self.request_body(request), headers=headers
-            ) as response:
-                if response.status_code != 200:
-                    body = (await response.aread()).decode("utf-8", "replace")
-                    raise ModelError(
-                        f"{self._where()}: HTTP {response.status_code}: {_server_message(body)}"
-                    )
-                async for line in response.aiter_lines():
-                    payload = _sse_data(line)
-                    if payload is None:
-                        continue
-                    if payload == "[DONE]":
-                        break
-                    for output in self._chunk(payload, calls):
-                        if isinstance(output, Usage):
-                            usage[:] = [output]  # the last report wins
-                        else:
-                            yield output
-        except httpx.TimeoutException:
-            raise ModelError(f"{self._where()}: no answer within {self.params.timeout} s") from None
-        except httpx.HTTPError as exc:
-            raise ModelError(f"{self._where()}: cannot reach the server ({exc})") from None
+        retrying = Retrying(self.params, self.sleep)
+        body = self.request_body(request)
+        while True:
+            failure: tuple[str, Mapping[str, str]] | None = None
+            try:
+                async with self._client.stream(
+                    "POST", self._url, json=body, headers=self._headers()
+                ) as response:
+                    if response.status_code != 200:
+                        text = (await response.aread()).decode("utf-8", "replace")
+                        status = f"HTTP {response.status_code}: {_server_message(text)}"
+                        if not retried(response.status_code):
+                            raise ModelError(f"{self._where()}: {status}")
+                        failure = (status, dict(response.headers))
+                    else:
+                        async for line in response.aiter_lines():
+                            payload = _sse_data(line)
+                            if payload is None:
+                                continue
+                            if payload == "[DONE]":
+                                break
+                            for output in self._chunk(payload, calls):
+                                if isinstance(output, Usage):
+                                    usage[:] = [output]  # the last report wins
+                                else:
+                                    yield output
+            except httpx.TimeoutException:
+                raise ModelError(
+                    f"{self._where()}: no answer within {self.params.timeout} s"
+                ) from None
+            except httpx.ConnectError as exc:
+                failure = (f"cannot reach the server ({exc})", {})
+            except httpx.HTTPError as exc:
+                raise ModelError(f"{self._where()}: cannot reach the server ({exc})") from None
+            if failure is None:
+                break
+            why = await retrying.again(failure[1])
+            if why is not None:
+                raise ModelError(f"{self._where()}: {failure[0]} ({why})")
+            logger.info("%s: %s; asking again", self._where(), failure[0])
         for index in sorted(calls):
             partial = calls[index]
             yield ToolCall(
