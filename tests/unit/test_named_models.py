@@ -110,8 +110,13 @@ def test_unknown_provider_missing_key_and_overridden_fields_are_refused() -> Non
         "fields; set it there",
         "spec.models.public.key: is required for provider 'openai' at its default endpoint "
         "(a secret_key_ref: {name: SECRET, key: KEY})",
-        "spec.models.x.provider: 'gpt-banana' is not a known model plugin; known: echo, "
-        "openai, scripted",
+        "spec.models.x.provider: 'gpt-banana' is not a known model plugin; known: anthropic, "
+        "echo, openai, scripted",
+    ]
+    claude = {"provider": "anthropic", "model": "claude-x", "endpoint": "http://proxy:8080"}
+    assert _problems(_doc({"claude": claude})) == [
+        "spec.models.claude.key: is required for provider 'anthropic' "
+        "(a secret_key_ref: {name: SECRET, key: KEY})"
     ]
 
 

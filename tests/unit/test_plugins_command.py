@@ -61,6 +61,7 @@ def test_the_built_ins_are_listed_by_category_and_all_load() -> None:
         ("agent_comm", "local"),
         ("agent_expose", "a2a"),
         ("agent_expose", "mcp"),
+        ("model", "anthropic"),
         ("model", "echo"),
         ("model", "openai"),
         ("model", "scripted"),

@@ -24,7 +24,7 @@ def test_builtins_are_listed_without_importing_them() -> None:
     registry = builtin_registry()
     assert registry.names("agent_comm") == ["a2a", "local"]
     assert registry.names("agent_expose") == ["a2a", "mcp"]
-    assert registry.names("model") == ["echo", "openai", "scripted"]
+    assert registry.names("model") == ["anthropic", "echo", "openai", "scripted"]
     assert registry.names("tool_source") == ["mcp"]
     assert set(BUILTINS) == {"agent_comm", "agent_expose", "model", "tool_source"}
     known = registry.known_plugins()

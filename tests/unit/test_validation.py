@@ -220,7 +220,7 @@ def test_comm_selector_needs_exactly_one_name_and_known_models() -> None:
     problems = [str(p) for p in check_application(parse_application(doc))]
     assert problems == [
         "spec.agency.agents.worker.spec.model.type: 'gpt-banana' is not a known model plugin; "
-        "known: echo, openai, scripted",
+        "known: anthropic, echo, openai, scripted",
         "spec.agent_comm: set exactly one of type or protocol",
     ]
 

@@ -42,7 +42,9 @@ class KnownPlugins:
 
     agent_comm: Collection[str] = field(default_factory=lambda: ("local", "a2a"))
     agent_expose: Collection[str] = field(default_factory=lambda: ("a2a", "mcp"))
-    model: Collection[str] = field(default_factory=lambda: ("echo", "scripted", "openai"))
+    model: Collection[str] = field(
+        default_factory=lambda: ("echo", "scripted", "openai", "anthropic")
+    )
     tool_source: Collection[str] = field(default_factory=lambda: ("mcp",))
 
 

@@ -6,7 +6,7 @@ Categories used by the product:
   client). An endpoint's ``protocol`` selects the implementation.
 - ``agent_expose``: ingress adapters (``a2a``: the A2A server; ``mcp``: the agent as an MCP
   server).
-- ``model``: model plugins (``echo``, ``scripted``, ``openai``).
+- ``model``: model plugins (``echo``, ``scripted``, ``openai``, ``anthropic``).
 - ``tool_source``: tool servers an agent's ``spec.tools`` names (``mcp``: an MCP server
   over streamable HTTP); an endpoint with usage ``use`` and this protocol is a tool server.
 
@@ -48,6 +48,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "echo": "mas.runtime.models.echo:EchoModel",
         "scripted": "mas.runtime.models.scripted:ScriptedModel",
         "openai": "mas.runtime.models.openai:OpenAIModel",
+        "anthropic": "mas.runtime.models.anthropic:AnthropicModel",
     },
     "tool_source": {
         "mcp": "library_ioa.plugins.mcp.tool_source:MCPToolSource",
