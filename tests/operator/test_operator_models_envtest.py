@@ -31,7 +31,7 @@ def models_app() -> dict[str, Any]:
         "gpt": {
             "provider": "openai",
             "model": "gpt-4o-mini",
-            "key": {"name": KEY.name, "key": KEY.key},
+            "key": {"secret_key_ref": {"name": KEY.name, "key": KEY.key}},
             "budget": {"session": 20000},
         },
         "local": {"provider": "openai", "model": "llama3", "endpoint": "http://vllm:8000/v1"},

@@ -56,7 +56,7 @@ def build(server: FakeMessagesServer) -> RuntimeHost:
                 "provider": "anthropic",
                 "model": "claude-test",
                 "endpoint": server.base_url,
-                "key": {"name": "llm", "key": "anthropic"},
+                "key": {"secret_key_ref": {"name": "llm", "key": "anthropic"}},
                 "params": {"max_tokens": 256, "timeout": 10},
             }
         },

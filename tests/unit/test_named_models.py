@@ -20,7 +20,7 @@ GPT: dict[str, Any] = {
     "provider": "openai",
     "model": "gpt-4o-mini",
     "endpoint": "https://api.openai.com/v1",
-    "key": {"name": "llm-keys", "key": "openai"},
+    "key": {"secret_key_ref": {"name": "llm-keys", "key": "openai"}},
     "params": {"temperature": 0.2},
     "budget": {"session": 20000},
 }
@@ -105,18 +105,18 @@ def test_unknown_provider_missing_key_and_overridden_fields_are_refused() -> Non
         "spec.agency.agents.lead.spec.model.params.model: is set by spec.models.public; "
         "a ref cannot change it",
         "spec.models.azure.key: is required for provider 'openai' on Azure "
-        "(a secret_key_ref: {name: SECRET, key: KEY})",
+        "(key: {secret_key_ref: {name: SECRET, key: KEY}})",
         "spec.models.dup.params.base_url: is set by the named model's model, endpoint and key "
         "fields; set it there",
         "spec.models.public.key: is required for provider 'openai' at its default endpoint "
-        "(a secret_key_ref: {name: SECRET, key: KEY})",
+        "(key: {secret_key_ref: {name: SECRET, key: KEY}})",
         "spec.models.x.provider: 'gpt-banana' is not a known model plugin; known: anthropic, "
         "echo, openai, scripted",
     ]
     claude = {"provider": "anthropic", "model": "claude-x", "endpoint": "http://proxy:8080"}
     assert _problems(_doc({"claude": claude})) == [
         "spec.models.claude.key: is required for provider 'anthropic' "
-        "(a secret_key_ref: {name: SECRET, key: KEY})"
+        "(key: {secret_key_ref: {name: SECRET, key: KEY}})"
     ]
 
 

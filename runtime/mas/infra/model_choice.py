@@ -73,7 +73,7 @@ def model_choice(spec: ApplicationSpec, agent_id: str) -> ModelChoice:
         named.provider,
         {**named_params(named), **selector.params},
         ref=selector.ref,
-        key=named.key,
+        key=named.key.secret_key_ref if named.key is not None else None,
         budget=selector.budget or named.budget,
     )
 
@@ -84,7 +84,7 @@ def named_params(named: NamedModel) -> dict[str, Any]:
     if named.endpoint is not None:
         params["base_url"] = named.endpoint
     if named.key is not None:
-        params["api_key_env"] = secret_env_name(named.key)
+        params["api_key_env"] = secret_env_name(named.key.secret_key_ref)
     return {**named.params, **params}
 
 
@@ -116,7 +116,7 @@ def model_problems(spec: ApplicationSpec, known: Collection[str]) -> list[Proble
                     f"is required for provider {named.provider!r}"
                     + (" on Azure" if "azure" in named.params else "")
                     + (" at its default endpoint" if named.endpoint is None else "")
-                    + " (a secret_key_ref: {name: SECRET, key: KEY})",
+                    + " (key: {secret_key_ref: {name: SECRET, key: KEY}})",
                 )
             )
     selectors: list[tuple[str, ModelSelector | None]] = [

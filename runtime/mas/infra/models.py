@@ -272,6 +272,12 @@ class SecretKeyRef(Model):
 MODEL_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 
 
+class ModelKey(Model):
+    """A model's API key, from a Secret key."""
+
+    secret_key_ref: SecretKeyRef = Field(description="The Secret key holding the API key.")
+
+
 class NamedModel(Model):
     """A model the platform team defines once and agents use by name (model: {ref: NAME})."""
 
@@ -289,9 +295,10 @@ class NamedModel(Model):
         pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$",
         description="The API root, e.g. https://api.openai.com/v1; absent: the provider's own.",
     )
-    key: SecretKeyRef | None = Field(
+    key: ModelKey | None = Field(
         default=None,
-        description="The API key, from a Secret key (the pods that use the model read it).",
+        description="The API key: {secret_key_ref: {name, key}} (the pods of the agents that "
+        "use the model read it).",
     )
     params: dict[str, Any] = Field(
         default_factory=dict,
