@@ -258,7 +258,9 @@ def documented_example() -> ScriptedModel:
 
 def test_the_documented_example_rules_are_valid() -> None:
     model = documented_example()
-    assert len(model.params.rules) == 8 and model.params.default is not None
+    assert len(model.params.rules) == 9 and model.params.default is not None
+    costly = model.params.rules[8]
+    assert costly.usage is not None and (costly.usage.input, costly.usage.output) == (1200, 80)
 
 
 async def test_the_documented_typed_arguments_example_holds() -> None:
