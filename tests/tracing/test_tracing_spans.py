@@ -27,6 +27,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.security.security_support import V1, echo_endpoint, rpc_send, serve
 
 from library_ioa.plugins.a2a.server.tracing import HttpTracing
+from mas.infra.model_choice import ModelChoice
+from mas.infra.models import AgentManifest
+from mas.runtime.agent import Agent
+from mas.runtime.boundary.delegation import DelegationContract
+from mas.runtime.models.scripted import ScriptedModel
+from mas.runtime.turns import TurnEnded, TurnInput
 from mas.telemetry import tracing
 from mas.telemetry.httpclient import traced_transport
 from mas.telemetry.logs import JsonFormatter
@@ -266,3 +272,23 @@ def test_the_environment_decides_whether_tracing_is_on() -> None:
     assert str(caught.value) == (
         "OTEL_TRACES_EXPORTER='zipkin' is not supported; accepted: otlp, console, none"
     )
+
+
+async def test_the_model_span_carries_the_tokens_of_the_call(spans: InMemorySpanExporter) -> None:
+    model = ScriptedModel(default={"reply": "ok", "usage": {"input": 120, "output": 30}})
+    agent = Agent(
+        "counter",
+        AgentManifest(),
+        model,
+        DelegationContract("counter", {}),
+        choice=ModelChoice("scripted", {"model": "script-1"}),
+    )
+    events = [e async for e in agent.run(TurnInput("s", "t", "hello"))]
+    assert isinstance(events[-1], TurnEnded) and events[-1].status == "completed"
+    [chat] = [s for s in spans.get_finished_spans() if s.name == "chat script-1"]
+    attributes = dict(chat.attributes or {})
+    assert attributes["gen_ai.usage.input_tokens"] == 120
+    assert attributes["gen_ai.usage.output_tokens"] == 30
+    assert attributes["gen_ai.request.model"] == "script-1"
+    assert attributes["gen_ai.response.model"] == "scripted"
+    assert attributes["gen_ai.provider.name"] == attributes["gen_ai.system"] == "scripted"
