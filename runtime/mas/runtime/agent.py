@@ -250,7 +250,7 @@ class Agent(TurnRunner):
                 _mark_interrupted(state)
                 await self._keep(session_id, state.added, None)
         assert ended is not None  # every way out of the loop above sets it
-        exhausted = tokens.exhausted() if ended.status != "failed" else None
+        exhausted = tokens.exhausted(ending=True) if ended.status != "failed" else None
         if exhausted is not None:  # the last call passed a cap: the turn does not succeed
             ended = TurnEnded("failed", text=ended.text, message=tokens.stop(exhausted))
         if trouble is not None:

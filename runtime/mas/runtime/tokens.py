@@ -9,10 +9,11 @@ its current period. The turn's totals go in its task metadata under
 the delegates' turns included.
 
 Capping (``model.budget``, :class:`~mas.infra.models.TokenBudget`): a budget is exhausted
-when the tokens counted against it pass its cap. :meth:`TurnTokens.exhausted` is asked
-before each model call and after each one; the first exhausted budget ends the turn
-``failed`` with :attr:`Exhausted.message` (``"session budget of 20000 tokens exhausted:
-20412 used"``), counted in ``maslab_budget_exhausted_total{agent, budget}`` and logged.
+when nothing of it is left before a model call or a delegation (its use is at its cap), or
+when the turn's last call passed its cap (:meth:`TurnTokens.exhausted`); the first one ends
+the turn ``failed`` with :attr:`Exhausted.message` (``"session budget of 20000 tokens
+exhausted: 20412 used"``), counted in ``maslab_budget_exhausted_total{agent, budget}`` and
+logged.
 Budgets, checked in this order:
 
 - ``turn``: this agent's model calls in this turn, its delegates' turns included;
@@ -169,6 +170,8 @@ class TurnTokens:
             if not isinstance(counts, Mapping):
                 continue
             inputs, outputs = _count(counts.get("input")), _count(counts.get("output"))
+            if not inputs and not outputs:
+                continue
             self.counts.input += inputs
             self.counts.output += outputs
             theirs = self.by_model.setdefault(str(name), _Counts())
@@ -176,25 +179,30 @@ class TurnTokens:
             theirs.output += outputs
             self.ledger._add_session(self.session_id, inputs + outputs)
 
-    def exhausted(self) -> Exhausted | None:
-        """The first budget whose cap is passed (or reached, before a call), else ``None``."""
+    def exhausted(self, *, ending: bool = False) -> Exhausted | None:
+        """The first budget used up, else ``None``: before a call or a delegation, a budget
+        with nothing left (use at its cap); as the turn ends (``ending``), one whose cap the
+        turn's last call passed."""
+
+        def over(used: int, cap: int) -> bool:
+            return used > cap if ending else used >= cap
+
         budget = self.ledger.budget
-        found: Exhausted | None = None
-        if budget is not None and budget.turn is not None and self.counts.total >= budget.turn:
-            found = Exhausted("turn", budget.turn, self.counts.total)
-        elif budget is not None and budget.session is not None:
+        if budget is not None and budget.turn is not None and over(self.counts.total, budget.turn):
+            return Exhausted("turn", budget.turn, self.counts.total)
+        if budget is not None and budget.session is not None:
             used = self.ledger.session_used(self.session_id)
-            if used >= budget.session:
-                found = Exhausted("session", budget.session, used)
-        if found is None and self.chain is not None:
+            if over(used, budget.session):
+                return Exhausted("session", budget.session, used)
+        if self.chain is not None:
             cap, before = self.chain
-            if before + self.counts.total >= cap:
-                found = Exhausted("session", cap, before + self.counts.total)
-        if found is None and budget is not None and budget.period is not None:
+            if over(before + self.counts.total, cap):
+                return Exhausted("session", cap, before + self.counts.total)
+        if budget is not None and budget.period is not None:
             used = self.ledger.period_used()
-            if used >= budget.period.tokens:
-                found = Exhausted("period", budget.period.tokens, used, budget.period.seconds)
-        return found
+            if over(used, budget.period.tokens):
+                return Exhausted("period", budget.period.tokens, used, budget.period.seconds)
+        return None
 
     def stop(self, found: Exhausted) -> str:
         """Count and log an exhausted budget; the message that ends the turn."""
