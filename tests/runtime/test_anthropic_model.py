@@ -15,7 +15,7 @@ from mas.infra.models import AgentManifest, SecretKeyRef
 from mas.infra.secrets import secret_env_name
 from mas.runtime.agent import Agent
 from mas.runtime.boundary.delegation import DelegationContract
-from mas.runtime.errors import PluginConfigError
+from mas.runtime.errors import HostError, PluginConfigError
 from mas.runtime.models.anthropic import AnthropicModel
 from mas.runtime.tokens import TOKENS_METADATA_KEY
 from mas.runtime.turns import Delegated, TextDelta, TurnEnded, TurnInput
@@ -237,3 +237,25 @@ def test_bad_params_and_a_missing_key_are_config_errors() -> None:
         AnthropicModel(model="m", api_key_env="NOPE", env={})
     with pytest.raises(PluginConfigError, match=r"params\.base_url: 'ftp://x'"):
         AnthropicModel(model="m", api_key_env="K", base_url="ftp://x", env={"K": "k"})
+
+
+def test_a_named_models_key_missing_from_the_environment_names_the_field() -> None:
+    app = wired(
+        {"boss": {"model": {"ref": "claude"}}},
+        models={
+            "claude": {
+                "provider": "anthropic",
+                "model": "claude-test",
+                "key": {"secret_key_ref": {"name": "llm", "key": "anthropic"}},
+            }
+        },
+        registry=registry_with(),
+    )
+    variable = secret_env_name(SecretKeyRef(name="llm", key="anthropic"))
+    with pytest.raises(HostError) as caught:
+        RuntimeHost.build(app, ["boss"], registry=registry_with(), env={})
+    assert str(caught.value) == (
+        f"spec.models.claude.key: reads Secret 'llm' key 'anthropic' from the environment "
+        f"variable {variable}, which is not set (the operator sets it in the pod; locally, "
+        "export it)"
+    )

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mas.ctl.session.mailbox import SessionTurnMailbox
-from mas.infra.model_choice import model_choice
+from mas.infra.model_choice import ModelChoice, model_choice
 from mas.infra.models import AgentManifest, HeaderValue
 from mas.infra.routes import Route, ToolRoute
 from mas.infra.secrets import secret_env_name
@@ -77,6 +77,19 @@ def _header_value(endpoint: str, name: str, header: HeaderValue, env: Mapping[st
     return value
 
 
+def _check_model_key(choice: ModelChoice, env: Mapping[str, str]) -> None:
+    """A named model's key must be in the environment before its plugin is built."""
+    if choice.key is None:
+        return
+    variable = secret_env_name(choice.key)
+    if not env.get(variable):
+        raise HostError(
+            f"spec.models.{choice.ref}.key: reads Secret {choice.key.name!r} key "
+            f"{choice.key.key!r} from the environment variable {variable}, which is not set "
+            "(the operator sets it in the pod; locally, export it)"
+        )
+
+
 class RuntimeHost:
     """The hosted agents of one process, their mailboxes and their routes."""
 
@@ -123,6 +136,7 @@ class RuntimeHost:
         for agent_id in wired.routes.hosted_with(tuple(roots)):
             manifest = agents_doc[agent_id]
             choice = model_choice(wired.app.spec, agent_id)
+            _check_model_key(choice, env)
             model: ModelPlugin = registry.create(
                 "model", choice.plugin, choice.params, agent_id=agent_id, env=env
             )
