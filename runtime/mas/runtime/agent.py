@@ -22,6 +22,12 @@ written ends the turn ``failed`` with a message saying so.
 Artifacts a delegate returned are passed on as this turn's artifacts, named
 ``<target>/<name>``.
 
+Tokens: each :class:`~mas.runtime.models.base.Usage` the model yields, and each delegate's
+reported totals, are counted by :mod:`mas.runtime.tokens` (metrics, the model span); the
+turn's totals ride in its ``TurnEnded.metadata`` (``maslab.tokens``), and a used-up
+``model.budget`` ends the turn ``failed`` with a message naming the budget, checked before
+each model call and each delegation and as the turn ends.
+
 Tool-server tools (a :class:`~mas.runtime.toolbox.Toolbox`, from ``spec.tools``) are offered
 after the delegate tools; a call of one goes through the toolbox and is reported as a
 :class:`Delegated` event of kind ``tool`` (``<server>/<tool>``), as is a notice that a
