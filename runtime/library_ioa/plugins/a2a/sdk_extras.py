@@ -16,12 +16,21 @@ that needs one imports it by its own path (the SQL stores import
 ``a2a.server.tasks.database_task_store``, the gRPC listener
 ``a2a.server.request_handlers.grpc_handler``).
 
+:func:`load_client` does the same for a client that has chosen its transport (``mas-ctl
+ask`` and the other client commands, once they have read the agent's card): it imports
+httpx and ``a2a.client`` with httpx's command line left out, and gRPC too unless the
+transport is gRPC. :func:`load_http` imports httpx alone that way, for the card's request.
+
 Rules:
 
 - it acts only on the first import of the SDK's packages: call it before anything imports
   ``a2a.client`` or ``a2a.server`` (``mas-ctl serve`` calls it once it has read the
   document); once they are loaded it changes nothing, and a process that never calls it
   loads every installed extra, as before;
+- :func:`load_client` likewise acts only on the first import of ``a2a.client``: it returns
+  whether that client has its gRPC transports, which a process that loaded the client
+  without gRPC earlier has not (a command runs in a process of its own, so only code that
+  runs several clients in one process can meet that);
 - after it, the SDK's package namespaces keep their placeholders for the extras left out
   (``a2a.server.tasks.DatabaseTaskStore``, ``a2a.client.optionals.Channel``, the client
   factory's gRPC transports): :func:`extras_used` must therefore count every use a document
@@ -35,8 +44,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from mas.infra.wiring import Wired
+if TYPE_CHECKING:  # only annotations: the client side does not load the Application models
+    from mas.infra.wiring import Wired
 
 # The modules whose import is the SDK's probe of an extra (a2a-sdk 1.3).
 SQL_PROBES = (
@@ -47,6 +58,7 @@ SQL_PROBES = (
 )
 GRPC_PROBES = ("grpc", "a2a.server.request_handlers.grpc_handler")
 CLI_PROBES = ("httpx._main",)  # httpx's command line: never used by a server
+CLIENT_PACKAGES = ("httpx", "a2a.client")  # what a client loads, in that order
 # The packages that probe, in the order the SDK needs (a2a.client first:
 # library_ioa.plugins.a2a's docstring).
 PROBING_PACKAGES = (
@@ -97,11 +109,29 @@ def load_sdk(extras: Extras) -> None:
     absent = [*CLI_PROBES]
     absent += () if extras.grpc else GRPC_PROBES
     absent += () if extras.sql else SQL_PROBES
+    _import_without(absent, PROBING_PACKAGES)
+
+
+def load_http() -> None:
+    """Import httpx without its command line (:data:`CLI_PROBES`)."""
+    _import_without(CLI_PROBES, CLIENT_PACKAGES[:1])
+
+
+def load_client(*, grpc: bool) -> bool:
+    """Import the SDK's client with httpx's command line left out, and gRPC unless ``grpc``;
+    whether the client has its gRPC transports (see the module docstring)."""
+    _import_without([*CLI_PROBES, *(() if grpc else GRPC_PROBES)], CLIENT_PACKAGES)
+    factory = importlib.import_module("a2a.client.client_factory")
+    return factory.GrpcTransport is not None
+
+
+def _import_without(absent: Sequence[str], packages: Sequence[str]) -> None:
+    """Import ``packages`` with the modules ``absent`` failing to import meanwhile."""
     marked = [name for name in absent if name not in sys.modules]
     for name in marked:
         sys.modules[name] = None  # type: ignore[assignment]
     try:
-        for package in PROBING_PACKAGES:
+        for package in packages:
             importlib.import_module(package)
     finally:
         for name in marked:
