@@ -96,11 +96,18 @@ class SdkAgent:
 
 
 @contextlib.asynccontextmanager
-async def sdk_agent(*, streaming: bool, tls: PrivateCa | None = None) -> AsyncIterator[SdkAgent]:
+async def sdk_agent(
+    *, streaming: bool, tls: PrivateCa | None = None, bindings: tuple[str, ...] | None = None
+) -> AsyncIterator[SdkAgent]:
     """Serve the bare agent (its card declaring ``streaming`` or not) until the block ends;
-    with ``tls``, over https and gRPC over TLS with that server certificate."""
+    with ``tls``, over https and gRPC over TLS with that server certificate; with
+    ``bindings``, its card lists only the interfaces of those (all are served)."""
     port, grpc_port = free_port(), free_port()
     card = build_card(port, grpc_port, name="bare", streaming=streaming, push=False)
+    if bindings is not None:
+        kept = [i for i in card.supported_interfaces if i.protocol_binding in bindings]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(kept)
     scheme = "https" if tls else "http"
     for interface in card.supported_interfaces:
         interface.url = interface.url.replace("http://", f"{scheme}://")

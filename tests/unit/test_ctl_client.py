@@ -1,10 +1,12 @@
 """The pure parts of mas-ctl's A2A client: credentials, TARGET forms, terminal-safe output and
-file names, how a task's events fold into what a person sees, and the global options after
-the command."""
+file names, how a task's events fold into what a person sees, the global options after
+the command, and which transport a card's JSON leads to before the SDK's client is loaded."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from a2a.types import (
@@ -20,8 +22,9 @@ from a2a.types import (
 
 from library_ioa.plugins.a2a.parts import dict_to_struct
 from mas.ctl.cli import build_parser
+from mas.ctl.client.connection import choose_interface, grpc_wanted, parse_card
 from mas.ctl.client.credentials import resolve_credentials
-from mas.ctl.client.errors import OptionError, TargetError
+from mas.ctl.client.errors import OptionError, TargetError, TransportMissing
 from mas.ctl.client.exchange import TaskFold, TurnIds
 from mas.ctl.client.output import safe_name, save_file, terminal_text
 from mas.ctl.client.targets import is_cluster_target, parse_url_target
@@ -250,3 +253,57 @@ def test_reported_delegations_and_tool_calls_as_lines() -> None:
     )
     tool = Delegated("text-tools/word_count", "k", False, "\x1b[31mboom", kind="tool")
     assert reported_line(tool) == "tool text-tools/word_count: failed: \\x1b[31mboom"
+
+
+def _listing(*pairs: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "supportedInterfaces": [
+            {"protocolBinding": binding, "url": url, "protocolVersion": "1.0"}
+            for binding, url in pairs
+        ]
+    }
+
+
+GRPC_AT = ("GRPC", "127.0.0.1:9")
+JSONRPC_AT = ("JSONRPC", "http://h")
+REST_AT = ("HTTP+JSON", "http://h/rest")
+# Cards' JSON as served, in the 1.0 form and in the 0.3 one (which the SDK maps).
+CARDS: dict[str, dict[str, Any]] = {
+    "jsonrpc-first": _listing(JSONRPC_AT, GRPC_AT),
+    "grpc-first": _listing(GRPC_AT, JSONRPC_AT),
+    "grpc-only": _listing(GRPC_AT),
+    "grpc-without-url": _listing(("GRPC", ""), REST_AT),
+    "unknown-then-grpc": _listing(("SLIMRPC", "x"), GRPC_AT),
+    "nothing-usable": _listing(("SLIMRPC", "x")),
+    "0.3-default": {"url": "http://h", "additionalInterfaces": [{"transport": "GRPC", "url": "g"}]},
+    "0.3-grpc-preferred": {"url": "g:1", "preferredTransport": "GRPC"},
+    "0.3-rest-preferred": {
+        "url": "http://h/rest",
+        "preferredTransport": "HTTP+JSON",
+        "additionalInterfaces": [{"transport": "GRPC", "url": "g"}],
+    },
+    "both-forms": {"url": "g:1", "preferredTransport": "GRPC", **_listing(JSONRPC_AT)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CARDS))
+@pytest.mark.parametrize("transport", [None, "jsonrpc", "rest", "grpc"])
+def test_grpc_is_wanted_exactly_when_the_parsed_card_leads_to_it(
+    name: str, transport: str | None
+) -> None:
+    """The client is loaded from the card's JSON before the SDK parses it: without gRPC only
+    when the interface chosen on the parsed card is not gRPC."""
+    body = CARDS[name]
+    wanted = grpc_wanted(body, transport)
+    card = parse_card(json.loads(json.dumps(body)), "http://h/card")
+    try:
+        chosen = choose_interface(card, "http://h", transport).protocol_binding
+    except TransportMissing:
+        chosen = None
+    assert wanted == (chosen == "GRPC" or transport == "grpc")
+
+
+def test_a_card_of_neither_shape_loads_grpc_in_case() -> None:
+    assert grpc_wanted({"supportedInterfaces": "GRPC"}, None)
+    assert grpc_wanted({"url": "h", "additionalInterfaces": ["GRPC"]}, None)
+    assert not grpc_wanted({"supportedInterfaces": "GRPC"}, "jsonrpc")

@@ -9,6 +9,12 @@ target's ``rewrite``, and opens an SDK client on one transport:
 - ``--transport jsonrpc|rest|grpc`` forces one; a card without it is a
   :class:`~mas.ctl.client.errors.TransportMissing` naming what the card offers.
 
+The SDK's client is loaded only once the card is read, with what the transport chosen needs
+(:func:`~library_ioa.plugins.a2a.sdk_extras.load_client`): gRPC and protobuf's gRPC
+runtime only for a gRPC interface, never httpx's command line. :func:`grpc_wanted` decides
+that from the card's JSON as served, before the SDK parses it; the parsed card then decides
+the interface (:func:`choose_interface`), and the two agree (``tests/unit/test_ctl_client.py``).
+
 Sends stream when the card declares ``capabilities.streaming`` and block otherwise (the
 SDK's client decides on the card). Credentials (:mod:`mas.ctl.client.credentials`) go on
 every HTTP request as headers and on every gRPC call as metadata; TLS trusts ``--cacert``
@@ -26,27 +32,17 @@ import argparse
 import contextlib
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import grpc
-import httpx
-from a2a.client import (
-    A2AClientError,
-    A2AClientTimeoutError,
-    Client,
-    ClientCallContext,
-    ClientConfig,
-    ClientFactory,
-)
-from a2a.client.card_resolver import parse_agent_card
 from a2a.types import AgentCard, AgentInterface
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
 from a2a.utils.errors import A2AError, TaskNotFoundError
 from google.protobuf import json_format
 
-from library_ioa.plugins.a2a.peer_bodies import LenientTimestamps
+from library_ioa.plugins.a2a import sdk_extras
 from mas.ctl.client.credentials import Credentials
 from mas.ctl.client.errors import (
     AgentUnreachable,
@@ -59,6 +55,10 @@ from mas.ctl.client.errors import (
 from mas.ctl.client.targets import open_target
 from mas.runtime.errors import PeerProtocolError
 
+if TYPE_CHECKING:  # loaded by connect(), with what the transport needs (module docstring)
+    import httpx
+    from a2a.client import Client, ClientCallContext
+
 logger = logging.getLogger(__name__)
 
 # --transport values and the card's protocol bindings, in the default order of preference
@@ -69,9 +69,13 @@ TRANSPORTS = {
 }
 CONNECT_SECONDS = 10.0  # to open a connection (HTTP) before the agent counts as unreachable
 CARD_SECONDS = 30.0  # to fetch the card
-_UNREACHABLE = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, OSError)
 _MALFORMED = (json_format.Error, ValueError, TypeError, KeyError, AttributeError, IndexError)
-_AUTH_CODES = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+_AUTH_CODES = ("UNAUTHENTICATED", "PERMISSION_DENIED")  # gRPC status codes
+
+
+def _no_grpc(exc: BaseException) -> str | None:
+    """The gRPC status code of ``exc`` when gRPC is not in use: none."""
+    return None
 
 
 @dataclass
@@ -85,6 +89,7 @@ class Connection:
     client: Client
     credentials: Credentials
     refused: list[int] = field(default_factory=list)  # HTTP 401/403 statuses seen
+    grpc_status: Callable[[BaseException], str | None] = _no_grpc  # grpc_calls.status_name
 
     @property
     def binding(self) -> str:
@@ -105,6 +110,8 @@ class Connection:
         """Per-call parameters: the credentials as gRPC metadata (HTTP has them already)."""
         if self.binding != TransportProtocol.GRPC.value or not self.credentials.headers:
             return None
+        from a2a.client import ClientCallContext  # loaded with the client (connect)
+
         return ClientCallContext(service_parameters=dict(self.credentials.headers))
 
     def failure(self, exc: BaseException, call: str, task_id: str | None = None) -> ClientError:
@@ -115,9 +122,9 @@ class Connection:
         status = next((s for s in (_http_status(e) for e in chain) if s in (401, 403)), None)
         if status is None and self.refused:
             status = self.refused[-1]
-        code = next((c for c in (_grpc_code(e) for e in chain) if c in _AUTH_CODES), None)
+        code = next((c for c in map(self.grpc_status, chain) if c in _AUTH_CODES), None)
         if status is not None or code is not None:
-            what = f"HTTP {status}" if status is not None else f"gRPC {getattr(code, 'name', code)}"
+            what = f"HTTP {status}" if status is not None else f"gRPC {code}"
             return AuthRefused(
                 f"{self.url} refused {call} ({what}); {_auth_hint(self.card, self.credentials)}"
             )
@@ -125,28 +132,52 @@ class Connection:
             return UnknownTask(
                 f"{self.url} knows no task {task_id!r}; its tasks: mas-ctl tasks TARGET"
             )
-        return failure(exc, self.url, call)
+        return failure(exc, self.url, call, self.grpc_status)
 
 
-def failure(exc: BaseException, url: str, call: str) -> ClientError:
-    """What the user reads for a failed ``call`` to the agent at ``url``."""
+def failure(
+    exc: BaseException,
+    url: str,
+    call: str,
+    grpc_status: Callable[[BaseException], str | None] = _no_grpc,
+) -> ClientError:
+    """What the user reads for a failed ``call`` to the agent at ``url`` (``grpc_status``
+    reads a gRPC call's status code, when the transport is gRPC)."""
     if isinstance(exc, ClientError):
         return exc
     chain = _causes(exc)
-    unreachable = next((e for e in chain if isinstance(e, _UNREACHABLE)), None)
-    if unreachable is not None or any(_grpc_code(e) == grpc.StatusCode.UNAVAILABLE for e in chain):
+    unreachable_types = (
+        *_loaded("httpx", "ConnectError", "RemoteProtocolError", "ReadError"),
+        OSError,
+    )
+    unreachable = next((e for e in chain if isinstance(e, unreachable_types)), None)
+    if unreachable is not None or any(grpc_status(e) == "UNAVAILABLE" for e in chain):
         reason = _one_line(unreachable) if unreachable is not None else "gRPC UNAVAILABLE"
         return AgentUnreachable(
             f"cannot reach {url} ({call}): {reason}; check the TARGET URL and that the agent "
             "is running"
         )
-    if any(isinstance(e, (httpx.TimeoutException, A2AClientTimeoutError)) for e in chain):
+    timeouts = (
+        *_loaded("httpx", "TimeoutException"),
+        *_loaded("a2a.client.errors", "A2AClientTimeoutError"),
+    )
+    if timeouts and any(isinstance(e, timeouts) for e in chain):
         return AgentUnreachable(f"{url} did not answer {call} in time; is the agent running?")
     if isinstance(exc, PeerProtocolError):
         return ClientError(str(exc))
-    if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
+    if isinstance(exc, A2AError) and not isinstance(
+        exc, _loaded("a2a.client.errors", "A2AClientError")
+    ):
         return ClientError(f"{url} answered {call} with an error: {type(exc).__name__}: {exc}")
     return ClientError(f"{url} answered {call} with something that is not A2A: {_one_line(exc)}")
+
+
+def _loaded(module: str, *names: str) -> tuple[type[BaseException], ...]:
+    """The exception classes ``names`` of ``module`` if it is loaded, else none: an exception
+    of a module that was never loaded cannot have been raised (and reading the chain must
+    not load the SDK's client, or gRPC, on a path that does not use them)."""
+    loaded = sys.modules.get(module)
+    return tuple(getattr(loaded, name) for name in names) if loaded is not None else ()
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -160,11 +191,10 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 
 def _http_status(exc: BaseException) -> int | None:
-    return exc.response.status_code if isinstance(exc, httpx.HTTPStatusError) else None
-
-
-def _grpc_code(exc: BaseException) -> grpc.StatusCode | None:
-    return exc.code() if isinstance(exc, grpc.aio.AioRpcError) else None
+    errors = _loaded("httpx", "HTTPStatusError")
+    if errors and isinstance(exc, errors):
+        return int(exc.response.status_code)  # type: ignore[attr-defined]
+    return None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -201,10 +231,8 @@ def add_transport_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def fetch_card(
-    http: httpx.AsyncClient, url: str, refused: list[int]
-) -> tuple[AgentCard, dict[str, Any]]:
-    """The agent's card (parsed, and as the JSON it served)."""
+async def fetch_card(http: httpx.AsyncClient, url: str, refused: list[int]) -> dict[str, Any]:
+    """The agent's card, as the JSON object it served (:func:`parse_card` reads it)."""
     card_url = url + AGENT_CARD_WELL_KNOWN_PATH
     try:
         response = await http.get(card_url, timeout=CARD_SECONDS)
@@ -230,11 +258,18 @@ async def fetch_card(
         ) from None
     if not isinstance(body, dict):
         raise CardError(f"{card_url} is JSON but not an object; an AgentCard is a JSON object")
+    return body
+
+
+def parse_card(body: dict[str, Any], card_url: str) -> AgentCard:
+    """The card's JSON as the SDK's client reads it (loaded: :func:`connect`)."""
+    from a2a.client.card_resolver import parse_agent_card
+
     try:
-        card = parse_agent_card(json.loads(response.content))
+        card = parse_agent_card(json.loads(json.dumps(body)))  # it edits what it is given
     except _MALFORMED as exc:
         raise CardError(f"{card_url} is not an AgentCard: {_one_line(exc)}") from None
-    return card, body
+    return card
 
 
 def choose_interface(card: AgentCard, url: str, transport: str | None) -> AgentInterface:
@@ -264,16 +299,36 @@ def choose_interface(card: AgentCard, url: str, transport: str | None) -> AgentI
     )
 
 
-def _channel_factory(url: str, credentials: Credentials) -> Callable[[str], grpc.aio.Channel]:
-    def channel(target: str) -> grpc.aio.Channel:
-        for scheme in ("grpc://", "grpcs://", "dns:///"):
-            target = target.removeprefix(scheme)
-        if url.startswith("https://"):
-            roots = credentials.root_certificates()
-            return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(roots))
-        return grpc.aio.insecure_channel(target)
+def grpc_wanted(body: dict[str, Any], transport: str | None) -> bool:
+    """Whether the interface :func:`choose_interface` will pick from the card ``body`` (its
+    JSON as served: a 1.0 card's ``supportedInterfaces``, or a 0.3 card's ``url``,
+    ``preferredTransport`` and ``additionalInterfaces``, as the SDK reads them) may be gRPC.
+    ``True`` when the JSON is not the shape either names: gRPC loaded in vain costs time,
+    gRPC missing would cost the call."""
+    if transport is not None:
+        return transport == "grpc"
+    listed = _listed_interfaces(body)
+    if listed is None:
+        return True
+    usable = [binding for binding, url in listed if binding in TRANSPORTS.values() and url]
+    return bool(usable) and usable[0] == TransportProtocol.GRPC.value
 
-    return channel
+
+def _listed_interfaces(body: dict[str, Any]) -> list[tuple[object, object]] | None:
+    """(binding, url) of each interface of the card's JSON in its order; ``None`` when the
+    JSON has another shape."""
+    if "supportedInterfaces" in body:
+        items = body["supportedInterfaces"]
+        keys = ("protocolBinding", "url")
+    elif body.get("url"):
+        main = {"transport": body.get("preferredTransport", "JSONRPC"), "url": body["url"]}
+        items = [main, *(body.get("additionalInterfaces") or [])]
+        keys = ("transport", "url")
+    else:
+        return []
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        return None
+    return [(item.get(keys[0]), item.get(keys[1])) for item in items]
 
 
 @contextlib.asynccontextmanager
@@ -284,6 +339,10 @@ async def connect(args: argparse.Namespace, credentials: Credentials) -> AsyncIt
     ) as target:
         url = target.base_url.rstrip("/")
         refused: list[int] = []
+        sdk_extras.load_http()
+        import httpx
+
+        from library_ioa.plugins.a2a.peer_bodies import LenientTimestamps
 
         async def note_refusal(response: httpx.Response) -> None:
             if response.status_code in (401, 403):
@@ -299,27 +358,47 @@ async def connect(args: argparse.Namespace, credentials: Credentials) -> AsyncIt
             transport=transport,
             event_hooks={"response": [note_refusal]},
         ) as http:
-            card, body = await fetch_card(http, url, refused)
+            body = await fetch_card(http, url, refused)
+            with_grpc = grpc_wanted(body, args.transport)
+            has_grpc = sdk_extras.load_client(grpc=with_grpc)
+            card = parse_card(body, url + AGENT_CARD_WELL_KNOWN_PATH)
             for interface in card.supported_interfaces:
                 interface.url = target.rewrite(interface.url)
             interface = choose_interface(card, url, args.transport)
             binding = interface.protocol_binding
-            config = ClientConfig(
-                streaming=True,
-                httpx_client=http,
-                supported_protocol_bindings=[binding],
-                grpc_channel_factory=_channel_factory(url, credentials),
-            )
-            try:
-                client = ClientFactory(config).create(card)
-            except _MALFORMED as exc:
-                raise CardError(f"the AgentCard of {url}: {_one_line(exc)}") from None
+            if binding == TransportProtocol.GRPC.value and not (with_grpc and has_grpc):
+                raise ClientError(
+                    f"the AgentCard of {url} leads to gRPC, but the a2a-sdk client was loaded "
+                    "without it in this process; use --transport grpc"
+                )
+            client, grpc_status = _open_client(card, binding, http, url, credentials)
             logger.debug("%s: %s at %s", url, binding, interface.url)
-            connection = Connection(url, card, body, interface, client, credentials, refused)
+            connection = Connection(
+                url, card, body, interface, client, credentials, refused, grpc_status
+            )
             try:
                 yield connection
             finally:
                 await client.close()
+
+
+def _open_client(
+    card: AgentCard, binding: str, http: httpx.AsyncClient, url: str, credentials: Credentials
+) -> tuple[Client, Callable[[BaseException], str | None]]:
+    """The SDK's client on ``binding``, and the reader of its gRPC status codes."""
+    from a2a.client import ClientConfig, ClientFactory
+
+    config = ClientConfig(streaming=True, httpx_client=http, supported_protocol_bindings=[binding])
+    grpc_status = _no_grpc
+    if binding == TransportProtocol.GRPC.value:
+        from mas.ctl.client import grpc_calls
+
+        config.grpc_channel_factory = grpc_calls.channel_factory(url, credentials)
+        grpc_status = grpc_calls.status_name
+    try:
+        return ClientFactory(config).create(card), grpc_status
+    except _MALFORMED as exc:
+        raise CardError(f"the AgentCard of {url}: {_one_line(exc)}") from None
 
 
 def _naive_times(url: str) -> Callable[[int], None]:
