@@ -1,6 +1,6 @@
 """Which A2A path the tests serve by default: ``MAS_A2A_FAST_PATH=0`` turns the fast path off.
 
-CI runs the A2A, durable, auth and push tests a second time with ``MAS_A2A_FAST_PATH=0``
+CI runs the A2A, durable, auth, push and client tests a second time with ``MAS_A2A_FAST_PATH=0``
 (``.ci/run``), so that the a2a-sdk's own path stays correct on its own. Every helper that
 builds an endpoint or an Application for these tests passes its ``a2a`` options through
 :func:`fast_path_options` (or a whole document through :func:`fast_path_document`), which
