@@ -2,8 +2,9 @@
 and ``mas-operator render`` use.
 
 Per deployed agent, in apply order: ConfigMap, Service, the PersistentVolumeClaim of a
-SQLite task store, Deployment, then NetworkPolicy when ``spec.runtime.network_policy.enabled``
-(the default).
+SQLite task store, Deployment, the PodDisruptionBudget of a replicated agent
+(:mod:`mas_operator.disruptionbudgets`), then NetworkPolicy when
+``spec.runtime.network_policy.enabled`` (the default).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from mas_operator.configmaps import build_configmap, config_hash
 from mas_operator.deployments import build_deployment
+from mas_operator.disruptionbudgets import build_disruption_budget
 from mas_operator.networkpolicies import build_network_policy
 from mas_operator.plan import AgentPlan, Plan
 from mas_operator.services import build_service
@@ -35,6 +37,7 @@ CHILD_KINDS = (
     ChildKind("v1", "Service", "services"),
     ChildKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
     ChildKind("apps/v1", "Deployment", "deployments"),
+    ChildKind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
     ChildKind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
 )
 
@@ -69,6 +72,9 @@ def build_agent_children(
     if claim is not None:
         children.append(claim)
     children.append(build_deployment(plan, agent, digest, secrets))
+    budget = build_disruption_budget(plan, agent)
+    if budget is not None:
+        children.append(budget)
     if plan.app.spec.runtime.network_policy.enabled:
         children.append(build_network_policy(plan, agent))
     return children

@@ -4,6 +4,8 @@ Pods meet the ``restricted`` Pod Security Standard: non-root, read-only root fil
 (``/tmp`` is an ``emptyDir``), no privilege escalation, every capability dropped, the
 RuntimeDefault seccomp profile, and no service-account token. Secret-backed values arrive
 only as ``valueFrom.secretKeyRef`` env vars named by :func:`mas.infra.secrets.secret_env_name`.
+Tolerations of a lost node, and the spread of a replicated agent, come from
+:mod:`mas_operator.scheduling`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from mas_operator.names import (
     selector_labels,
 )
 from mas_operator.plan import AgentPlan, Plan
+from mas_operator.scheduling import node_loss_tolerations, spread_out, topology_spread
 from mas_operator.telemetry import telemetry_env
 from mas_operator.volumes import task_store_volume
 
@@ -188,6 +191,9 @@ def build_deployment(
     }
     if runtime.service_account is not None:
         pod_spec["serviceAccountName"] = runtime.service_account
+    pod_spec["tolerations"] = node_loss_tolerations(runtime)
+    if spread_out(runtime):
+        pod_spec["topologySpreadConstraints"] = topology_spread(plan.name, agent.agent)
     spec: dict[str, Any] = {}
     if not runtime.autoscaling:
         spec["replicas"] = runtime.replicas

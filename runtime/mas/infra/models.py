@@ -893,6 +893,14 @@ class RuntimeSpec(Model):
         default=False,
         description="Leave replicas to an autoscaler (the operator stops setting it).",
     )
+    node_loss_toleration_seconds: int = Field(
+        default=30,
+        ge=0,
+        le=3600,
+        description="Seconds an agent pod stays on a node that stopped answering or is not "
+        "ready before it is evicted and replaced elsewhere (tolerationSeconds of the "
+        "node.kubernetes.io/unreachable and not-ready taints; Kubernetes' default is 300).",
+    )
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     env: list[EnvVar] = Field(default_factory=list, max_length=MAX_LIST)
     service_account: str | None = Field(default=None, description="ServiceAccount of the pods.")
