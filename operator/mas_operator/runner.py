@@ -1,8 +1,9 @@
 """Running the operator: credentials, kopf settings, metrics, liveness and the leader Lease.
 
 :func:`run_operator` is what ``mas-operator run`` calls and what tests run in-process (in a
-thread, with an :class:`OperatorHandle` to stop it). Order: serve liveness and metrics, wait
-for the Lease (standby), then run kopf until stopped or the Lease is lost, then release.
+thread, with an :class:`OperatorHandle` to stop it). Order: serve liveness, readiness
+(:mod:`mas_operator.health`) and metrics, wait for the Lease (standby), then run kopf until
+stopped or the Lease is lost, then release.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 from wsgiref.simple_server import WSGIServer
 
 import kopf
@@ -28,6 +28,7 @@ from prometheus_client import start_http_server
 
 from mas_operator.backoff import Backoff, Retries
 from mas_operator.handlers import OperatorContext, register
+from mas_operator.health import Readiness, serve_health
 from mas_operator.kube import Cluster
 from mas_operator.leases import LeaderElector, LeaseSettings
 from mas_operator.metrics import OperatorMetrics
@@ -66,7 +67,8 @@ class OperatorHandle:
     leading: bool = False
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     metrics_port: int | None = None
-    liveness_port: int | None = None
+    liveness_port: int | None = None  # liveness and readiness (mas_operator.health)
+    readiness: Readiness = field(default_factory=lambda: Readiness(None))
 
     def stop(self) -> None:
         """Ask the operator to stop (thread-safe)."""
@@ -119,25 +121,6 @@ def operator_settings(settings: kopf.OperatorSettings) -> None:
     settings.networking.request_timeout = 60
 
 
-async def _serve_liveness(url: str, handle: OperatorHandle) -> web.AppRunner:
-    parts = urlsplit(url)
-    path = parts.path or "/healthz"
-
-    async def healthz(_: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "leader": handle.leading})
-
-    app = web.Application()
-    app.router.add_get(path, healthz)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, parts.hostname or "0.0.0.0", parts.port or 8080)
-    await site.start()
-    server = getattr(site, "_server", None)
-    sockets = getattr(server, "sockets", None) or []
-    handle.liveness_port = sockets[0].getsockname()[1] if sockets else parts.port
-    return runner
-
-
 async def _wait_stop(stop: asyncio.Event, seconds: float) -> bool:
     try:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
@@ -146,16 +129,24 @@ async def _wait_stop(stop: asyncio.Event, seconds: float) -> bool:
     return True
 
 
-async def _lease_call(call: Callable[[], bool], what: str) -> bool | None:
-    """``call()`` in a thread; ``None`` (logged) when the API server cannot be reached."""
+async def _lease_call(
+    call: Callable[[], bool], what: str, readiness: Readiness | None = None
+) -> bool | None:
+    """``call()`` in a thread; ``None`` (logged) when the API server cannot be reached.
+    An answer, whatever it says, is recorded in ``readiness``."""
     try:
-        return await asyncio.to_thread(call)
+        result = await asyncio.to_thread(call)
     except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
         logger.warning("%s the Lease failed: %s", what, exc)
         return None
+    if readiness is not None:
+        readiness.api_answered()
+    return result
 
 
-async def _keep_lease(elector: LeaderElector, stop: asyncio.Event, lost: asyncio.Event) -> None:
+async def _keep_lease(
+    elector: LeaderElector, stop: asyncio.Event, lost: asyncio.Event, readiness: Readiness
+) -> None:
     """Renew until stopped; give up leadership when renewal fails for a whole lease term.
 
     A leader that cannot renew for ``duration`` seconds must assume a standby has taken
@@ -164,7 +155,7 @@ async def _keep_lease(elector: LeaderElector, stop: asyncio.Event, lost: asyncio
     settings = elector.settings
     renewed = time.monotonic()
     while not await _wait_stop(stop, settings.renew_every):
-        held = await _lease_call(elector.renew, "renewing")
+        held = await _lease_call(elector.renew, "renewing", readiness)
         if held:
             renewed = time.monotonic()
             continue
@@ -209,6 +200,7 @@ async def run_operator(options: OperatorOptions, handle: OperatorHandle | None =
     liveness: web.AppRunner | None = None
     lost = asyncio.Event()
     elector = _elector(options, api) if options.leader_election else None
+    readiness = handle.readiness = Readiness(options.lease_duration if elector else None)
     try:
         if options.metrics_port is not None:
             metrics_server, _ = start_http_server(
@@ -216,7 +208,9 @@ async def run_operator(options: OperatorOptions, handle: OperatorHandle | None =
             )
             handle.metrics_port = metrics_server.server_port
         if options.liveness:
-            liveness = await _serve_liveness(options.liveness, handle)
+            liveness, handle.liveness_port = await serve_health(
+                options.liveness, lambda: handle.leading, readiness
+            )
         if elector is not None:
             logger.info(
                 "waiting for the Lease %s/%s as %s",
@@ -224,7 +218,7 @@ async def run_operator(options: OperatorOptions, handle: OperatorHandle | None =
                 elector.settings.name,
                 elector.settings.identity,
             )
-            while not await _lease_call(elector.try_acquire, "taking"):
+            while not await _lease_call(elector.try_acquire, "taking", readiness):
                 if await _wait_stop(stop, elector.settings.retry_every):
                     return True
         handle.leading = True
@@ -271,7 +265,7 @@ async def _run_kopf(
     )
     tasks = [asyncio.create_task(resync_loop(ctx)), asyncio.create_task(ctx.cards.run())]
     if elector is not None:
-        tasks.append(asyncio.create_task(_keep_lease(elector, stop, lost)))
+        tasks.append(asyncio.create_task(_keep_lease(elector, stop, lost, handle.readiness)))
     try:
         await kopf.operator(
             registry=registry,
@@ -280,6 +274,7 @@ async def _run_kopf(
             clusterwide=options.all_namespaces,
             namespaces=list(options.namespaces),
             stop_flag=stop,
+            ready_flag=handle.readiness.kopf_started,
         )
     finally:
         ctx.close()
