@@ -1,0 +1,78 @@
+"""The operator's own posture in the chart: readiness, a disruption budget, spread, a
+NetworkPolicy and measured resource requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from operator_support import helm_template
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def only(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def pod_spec(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = only(objects, "Deployment")[0]["spec"]["template"]["spec"]
+    return spec
+
+
+def test_the_operator_is_probed_for_readiness_on_its_health_port() -> None:
+    container = pod_spec(helm_template())["containers"][0]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "healthz"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "healthz"}
+    assert container["resources"]["requests"] == {"cpu": "100m", "memory": "256Mi"}
+    assert "cpu" not in container["resources"]["limits"]
+
+
+def test_two_replicas_get_a_budget_and_one_does_not() -> None:
+    objects = helm_template()
+    budget = only(objects, "PodDisruptionBudget")[0]
+    selector = only(objects, "Deployment")[0]["spec"]["selector"]
+    assert budget["spec"]["selector"] == selector
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert only(helm_template("--set", "replicaCount=1"), "PodDisruptionBudget") == []
+    off = helm_template("--set", "podDisruptionBudget.enabled=false")
+    assert only(off, "PodDisruptionBudget") == []
+
+
+def test_replicas_are_spread_and_kept_apart() -> None:
+    objects = helm_template()
+    spec = pod_spec(objects)
+    labels = only(objects, "Deployment")[0]["spec"]["selector"]["matchLabels"]
+    keys = [c["topologyKey"] for c in spec["topologySpreadConstraints"]]
+    assert keys == ["kubernetes.io/hostname", "topology.kubernetes.io/zone"]
+    assert all(
+        c["labelSelector"]["matchLabels"] == labels for c in spec["topologySpreadConstraints"]
+    )
+    term = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    own = helm_template("--set", "affinity.nodeAffinity.foo=bar")
+    assert pod_spec(own)["affinity"] == {"nodeAffinity": {"foo": "bar"}}  # theirs, as given
+
+
+def test_network_policy_allows_dns_and_the_api_server_out_and_metrics_in() -> None:
+    objects = helm_template(
+        "--set",
+        "networkPolicy.apiServer.cidrs={10.0.0.1/32}",
+        "--set",
+        "tracing.endpoint=https://otel.observability",
+    )
+    policy = only(objects, "NetworkPolicy")[0]["spec"]
+    assert policy["podSelector"] == only(objects, "Deployment")[0]["spec"]["selector"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    assert [r["ports"] for r in policy["ingress"]] == [
+        [{"protocol": "TCP", "port": 9090}],
+        [{"protocol": "TCP", "port": 8080}],
+    ]
+    dns, api, tracing = policy["egress"]
+    assert dns == {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    assert api == {
+        "ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 6443}],
+        "to": [{"ipBlock": {"cidr": "10.0.0.1/32"}}],
+    }
+    assert tracing == {"ports": [{"protocol": "TCP", "port": 443}]}
+    assert only(helm_template("--set", "networkPolicy.enabled=false"), "NetworkPolicy") == []
