@@ -128,6 +128,25 @@ class Cluster:
             item.setdefault("apiVersion", kind.api_version)
         return cast(list[dict[str, Any]], items)
 
+    def list_application_names(self, page: int = 500) -> list[tuple[str, str, str]]:
+        """``(namespace, name, uid)`` of every Application in the cluster: metadata only,
+        ``page`` at a time (a cluster-wide LIST: needs a ClusterRole to list them)."""
+        path = f"/apis/{API_GROUP}/{API_VERSION}/{PLURAL}"
+        accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+        out: list[tuple[str, str, str]] = []
+        token = ""
+        while True:
+            query = [("limit", str(page))] + ([("continue", token)] if token else [])
+            listing = self._call(path, "GET", query=query, accept=accept)
+            for item in listing.get("items") or []:
+                meta = item.get("metadata") or {}
+                out.append(
+                    (str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid")))
+                )
+            token = (listing.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return out
+
     def delete(self, kind: ChildKind, namespace: str, name: str) -> None:
         """Delete one child (already gone is fine)."""
         try:

@@ -8,6 +8,8 @@
   backoff, by cause: conflict (409), throttled (429), server_error (5xx), unreachable
   (connection error or timeout), refused (another answer, e.g. a quota's 403)
 - ``mas_operator_leader``: 1 while this instance holds the Lease
+- ``mas_operator_unwatched_applications``: Applications outside the watched namespaces,
+  left alone (a scoped operator, :mod:`mas_operator.scopes`)
 - ``mas_operator_resync_passes_total``: full resync passes; ``mas_operator_resync_settled_total``:
   Applications a pass left alone because nothing they depend on changed
 """
@@ -89,6 +91,11 @@ class OperatorMetrics:
         self.leader = Gauge(
             "mas_operator_leader",
             "1 while this instance holds the leader Lease",
+            registry=self.registry,
+        )
+        self.unwatched = Gauge(
+            "mas_operator_unwatched_applications",
+            "Applications outside the watched namespaces, left alone",
             registry=self.registry,
         )
         self.registry.register(_PhaseCollector(self._phases, self._lock))

@@ -34,6 +34,7 @@ from mas_operator.leases import LeaderElector, LeaseSettings
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import DIFFBASE_KEY, DOMAIN
 from mas_operator.resync import resync_loop
+from mas_operator.scopes import UnwatchedReporter, exact_namespaces, report_unwatched
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +110,10 @@ def connection_info(cfg: k8s.Configuration) -> kopf.ConnectionInfo:
     )
 
 
-def operator_settings(settings: kopf.OperatorSettings) -> None:
-    """kopf's storage under our own domain, standalone (the Lease elects), warnings as Events."""
+def operator_settings(settings: kopf.OperatorSettings, scanning: bool = True) -> None:
+    """kopf's storage under our own domain, standalone (the Lease elects), warnings as Events;
+    without ``scanning``, no cluster-wide listing of namespaces and CRDs (a scoped install,
+    :mod:`mas_operator.scopes`)."""
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=DOMAIN)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=DOMAIN, key=DIFFBASE_KEY
@@ -119,6 +122,7 @@ def operator_settings(settings: kopf.OperatorSettings) -> None:
     settings.peering.standalone = True
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 60
+    settings.scanning.disabled = not scanning
 
 
 async def _wait_stop(stop: asyncio.Event, seconds: float) -> bool:
@@ -251,6 +255,7 @@ async def _run_kopf(
 ) -> None:
     registry = kopf.OperatorRegistry()
     register(registry)
+    scoped = not options.all_namespaces and exact_namespaces(options.namespaces)
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -258,12 +263,17 @@ async def _run_kopf(
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        operator_settings(settings)
+        operator_settings(settings, scanning=not scoped)
 
     ctx = OperatorContext(
         Cluster(api), handle.metrics, options.resync, retries=Retries(options.backoff)
     )
     tasks = [asyncio.create_task(resync_loop(ctx)), asyncio.create_task(ctx.cards.run())]
+    if scoped:
+        reporter = UnwatchedReporter(ctx.cluster, options.namespaces, handle.metrics)
+        tasks.append(
+            asyncio.create_task(report_unwatched(reporter, options.resync, lambda: ctx.closing))
+        )
     if elector is not None:
         tasks.append(asyncio.create_task(_keep_lease(elector, stop, lost, handle.readiness)))
     try:

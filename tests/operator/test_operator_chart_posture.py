@@ -76,3 +76,22 @@ def test_network_policy_allows_dns_and_the_api_server_out_and_metrics_in() -> No
     }
     assert tracing == {"ports": [{"protocol": "TCP", "port": 443}]}
     assert only(helm_template("--set", "networkPolicy.enabled=false"), "NetworkPolicy") == []
+
+
+def test_a_scoped_install_has_no_cluster_wide_write() -> None:
+    objects = helm_template("--set", "watchNamespaces={team-a,team-b}")
+    cluster_roles = only(objects, "ClusterRole")
+    assert [r["metadata"]["name"] for r in cluster_roles] == ["mas-operator-unwatched"]
+    assert cluster_roles[0]["rules"] == [
+        {"apiGroups": ["infra.maslab.io"], "resources": ["applications"], "verbs": ["list"]}
+    ]
+    roles = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in only(objects, "Role")}
+    assert {("team-a", "mas-operator-reconcile"), ("team-b", "mas-operator-reconcile")} <= roles
+    for binding in only(objects, "RoleBinding"):
+        assert binding["roleRef"]["kind"] == "Role"
+    bare = helm_template(
+        "--set", "watchNamespaces={team-a}", "--set", "scope.reportUnwatched=false"
+    )  # fmt: skip
+    assert only(bare, "ClusterRole") == [] and only(bare, "ClusterRoleBinding") == []
+    everywhere = {r["metadata"]["name"] for r in only(helm_template(), "ClusterRole")}
+    assert everywhere == {"mas-operator-reconcile", "mas-operator-observe"}

@@ -73,9 +73,15 @@ def test_the_hook_probes_the_watched_namespaces_with_a_read_only_identity() -> N
     assert not selector.items() <= job["spec"]["template"]["metadata"]["labels"].items()
     account = pod["serviceAccountName"]
     roles = [
-        o for o in objects if o["kind"] == "ClusterRole" and "conformance" in o["metadata"]["name"]
+        o
+        for o in objects
+        if o["kind"] in ("Role", "ClusterRole") and "conformance" in o["metadata"]["name"]
     ]
-    assert [r["rules"] for r in roles] == [
+    assert [(r["kind"], r["metadata"]["namespace"]) for r in roles] == [
+        ("Role", "team-a"),
+        ("Role", "team-b"),
+    ]  # a scoped install: no ClusterRole
+    assert [r["rules"] for r in roles] == 2 * [
         [{"apiGroups": ["infra.maslab.io"], "resources": ["applications"], "verbs": ["list"]}]
     ]
     bindings = [

@@ -25,3 +25,45 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "mas-operator.serviceAccountName" -}}
 {{- default (include "mas-operator.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
+
+{{- /* What reconciling an Application needs in a namespace it watches. No wildcards. */ -}}
+{{- define "mas-operator.reconcileRules" -}}
+- apiGroups: ["infra.maslab.io"]
+  resources: ["applications"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["infra.maslab.io"]
+  resources: ["applications/status"]
+  verbs: ["get", "patch"]
+# ownerReferences with blockOwnerDeletion (OwnerReferencesPermissionEnforcement)
+- apiGroups: ["infra.maslab.io"]
+  resources: ["applications/finalizers"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["configmaps", "services", "persistentvolumeclaims"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# the PodDisruptionBudget of a replicated agent
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# conformance Jobs (spec.conformance): created once and never updated, deleted when stale;
+# the verdicts are their pods' termination messages, read from a list
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["list", "watch", "create", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+# only the metadata (resourceVersion) of referenced Secrets, for the config hash
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+{{- end -}}
