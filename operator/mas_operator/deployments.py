@@ -5,7 +5,8 @@ Pods meet the ``restricted`` Pod Security Standard: non-root, read-only root fil
 RuntimeDefault seccomp profile, and no service-account token. Secret-backed values arrive
 only as ``valueFrom.secretKeyRef`` env vars named by :func:`mas.infra.secrets.secret_env_name`.
 Tolerations of a lost node, and the spread of a replicated agent, come from
-:mod:`mas_operator.scheduling`.
+:mod:`mas_operator.scheduling`; the scanner findings it skips, from
+:mod:`mas_operator.scanner_skips`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ from mas_operator.names import (
     selector_labels,
 )
 from mas_operator.plan import AgentPlan, Plan
-from mas_operator.scheduling import node_loss_tolerations, spread_out, topology_spread
+from mas_operator.scanner_skips import skip_annotations
+from mas_operator.scheduling import (
+    host_anti_affinity,
+    node_loss_tolerations,
+    spread_out,
+    topology_spread,
+)
 from mas_operator.telemetry import telemetry_env
 from mas_operator.volumes import task_store_volume
 
@@ -194,6 +201,7 @@ def build_deployment(
     pod_spec["tolerations"] = node_loss_tolerations(runtime)
     if spread_out(runtime):
         pod_spec["topologySpreadConstraints"] = topology_spread(plan.name, agent.agent)
+        pod_spec["affinity"] = host_anti_affinity(plan.name, agent.agent)
     spec: dict[str, Any] = {}
     if not runtime.autoscaling:
         spec["replicas"] = runtime.replicas
@@ -212,6 +220,7 @@ def build_deployment(
         "namespace": plan.namespace,
         "labels": child_labels(plan.name, agent.agent),
     }
+    metadata["annotations"] = skip_annotations(runtime)
     if plan.generation is not None:
-        metadata["annotations"] = {ANNOTATION_GENERATION: str(plan.generation)}
+        metadata["annotations"][ANNOTATION_GENERATION] = str(plan.generation)
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec}

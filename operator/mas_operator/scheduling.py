@@ -9,10 +9,11 @@ leaves a replica Pending for it (with ``DoNotSchedule``, the replacement of a po
 by a drain could find no node that keeps the skew, and the agent would run short until the
 drained node came back). Cordoned and tainted nodes are left out of the count
 (``nodeTaintsPolicy: Honor``), and each rollout is spread on its own
-(``matchLabelKeys: [pod-template-hash]``). And it gets a PodDisruptionBudget
-(:mod:`mas_operator.disruptionbudgets`). A single replica gets neither: a budget that
-forbids its only eviction would block every drain of its node, so a drain stops it and its
-requests fail until its replacement is Ready elsewhere.
+(``matchLabelKeys: [pod-template-hash]``); a preferred pod anti-affinity on the host
+says the same to schedulers and scanners that read only affinity. And it gets a
+PodDisruptionBudget (:mod:`mas_operator.disruptionbudgets`). A single replica gets
+neither: a budget that forbids its only eviction would block every drain of its node, so a
+drain stops it and its requests fail until its replacement is Ready elsewhere.
 
 Every agent pod tolerates the ``node.kubernetes.io/unreachable`` and ``not-ready`` taints
 for ``spec.runtime.node_loss_toleration_seconds`` (30 s unless the Application says),
@@ -53,6 +54,16 @@ def topology_spread(application: str, agent: str) -> list[dict[str, Any]]:
         }
         for key in SPREAD_KEYS
     ]
+
+
+def host_anti_affinity(application: str, agent: str) -> dict[str, Any]:
+    """Prefer, never require, nodes without another pod of the agent (beside the spread)."""
+    term = {
+        "topologyKey": SPREAD_KEYS[0],
+        "labelSelector": {"matchLabels": selector_labels(application, agent)},
+    }
+    preferred = [{"weight": 100, "podAffinityTerm": term}]
+    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
 
 
 def node_loss_tolerations(runtime: RuntimeSpec) -> list[dict[str, Any]]:

@@ -60,6 +60,8 @@ def test_two_replicas_get_a_budget_and_spread_and_lose_them_at_one(
         "maslab.io/application": "desk",
         "maslab.io/agent": "front",
     }
+    anti = spec.affinity.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution
+    assert anti[0].pod_affinity_term.topology_key == "kubernetes.io/hostname"
     assert {(t.key, t.toleration_seconds) for t in spec.tolerations} == {
         ("node.kubernetes.io/unreachable", 30),
         ("node.kubernetes.io/not-ready", 30),
@@ -70,7 +72,8 @@ def test_two_replicas_get_a_budget_and_spread_and_lose_them_at_one(
 
     def single() -> Any:
         spec = pod_spec(api, "desk-front")
-        return spec if spec.topology_spread_constraints is None else None
+        spread = spec.topology_spread_constraints or spec.affinity
+        return spec if spread is None else None
 
     spec = eventually(single, what="the spread removed at one replica")
     assert {t.toleration_seconds for t in spec.tolerations} == {10}

@@ -28,6 +28,18 @@ def test_a_single_replica_gets_neither_budget_nor_spread() -> None:
     built = children(replicas=1)
     assert by_kind(built, "PodDisruptionBudget") == []
     assert all("topologySpreadConstraints" not in spec for spec in pod_specs(built))
+    assert all("affinity" not in spec for spec in pod_specs(built))
+    for deployment in by_kind(built, "Deployment"):
+        ignored = deployment["metadata"]["annotations"]["kube-score/ignore"].split(",")
+        assert "deployment-replicas" in ignored  # one replica is the Application's choice
+
+
+def test_every_checkov_skip_names_a_check_and_a_reason() -> None:
+    for deployment in by_kind(children(), "Deployment"):
+        annotations = deployment["metadata"]["annotations"]
+        skips = [v for k, v in annotations.items() if k.startswith("checkov.io/skip")]
+        assert [s.split("=", 1)[0] for s in skips] == ["CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_43"]
+        assert all(len(s.split("=", 1)[1]) > 20 for s in skips)
 
 
 @pytest.mark.parametrize("runtime", [{"replicas": 2}, {"replicas": 5}, {"autoscaling": True}])
@@ -55,6 +67,15 @@ def test_replicated_agents_get_a_budget_after_their_deployment_and_spread(
         ]
         assert all(c["labelSelector"]["matchLabels"] == selector for c in spread)
         assert {c["whenUnsatisfiable"] for c in spread} == {"ScheduleAnyway"}
+        anti = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+        [preferred] = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+        assert preferred["podAffinityTerm"] == {
+            "topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchLabels": selector},
+        }
+        assert "requiredDuringSchedulingIgnoredDuringExecution" not in anti
+        ignored = deployment["metadata"]["annotations"]["kube-score/ignore"].split(",")
+        assert "deployment-replicas" not in ignored  # replicated: nothing to excuse
 
 
 def test_node_loss_tolerations_default_to_30_seconds_and_follow_the_application() -> None:

@@ -809,14 +809,16 @@ class ResourceRequirements(Model):
     """Container resources, as in a Kubernetes container spec."""
 
     requests: dict[str, str] = Field(
-        default_factory=lambda: {"cpu": "100m", "memory": "128Mi"},
+        default_factory=lambda: {"cpu": "100m", "memory": "128Mi", "ephemeral-storage": "64Mi"},
         description="What the scheduler reserves; the default is an idle agent pod with "
-        "headroom (docs/performance.md, Agent pod footprint).",
+        "headroom (docs/performance.md, Agent pod footprint), and 64Mi of ephemeral storage "
+        "for /tmp (an emptyDir of 64Mi at most) and the container's logs.",
     )
     limits: dict[str, str] = Field(
-        default_factory=lambda: {"memory": "512Mi"},
+        default_factory=lambda: {"memory": "512Mi", "ephemeral-storage": "256Mi"},
         description="The default leaves room for the memory task store's default bounds "
-        "(a2a.task_store.max_bytes, history_max_bytes) above the idle pod.",
+        "(a2a.task_store.max_bytes, history_max_bytes) above the idle pod, and caps "
+        "ephemeral storage at 256Mi.",
     )
 
 
