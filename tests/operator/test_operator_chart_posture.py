@@ -24,7 +24,11 @@ def test_the_operator_is_probed_for_readiness_on_its_health_port() -> None:
     container = pod_spec(helm_template())["containers"][0]
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "healthz"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "healthz"}
-    assert container["resources"]["requests"] == {"cpu": "100m", "memory": "256Mi"}
+    assert container["resources"]["requests"] == {
+        "cpu": "100m",
+        "memory": "256Mi",
+        "ephemeral-storage": "64Mi",
+    }
     assert "cpu" not in container["resources"]["limits"]
 
 
