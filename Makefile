@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: system-deps dev lock check lint typecheck imports crd crd-check reference test test-unit envtest clean
+.PHONY: system-deps dev lock check lint typecheck imports crd crd-check reference test test-unit envtest scan clean
 
 system-deps: ## Debian packages some tests use (tmux, postgresql, wrk); needs root
 	scripts/install-system-deps
@@ -50,6 +50,9 @@ test-unit: ## tests/unit without the integration ones: no sockets, subprocesses 
 
 envtest: ## build etcd, kube-apiserver and kube-controller-manager once into a cache
 	scripts/build-envtest
+
+scan: ## checkov and kube-score over the chart and rendered children (builds them once: scripts/build-scanners)
+	MAS_SCANNERS_DIR="$$(scripts/build-scanners | tail -n 1)" MAS_REQUIRE_SCANNERS=1 $(BIN)/pytest tests/scanners
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
