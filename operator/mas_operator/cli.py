@@ -11,9 +11,10 @@ of the operator's Warning Event.
 :mod:`mas_operator.cards`); the chart's Helm test runs it.
 
 Exit codes: 0 success; 1 the document is invalid (every problem on stderr, field path
-first), or an AgentCard is not conformant; 2 usage errors, unreadable or non-YAML files
-(and documents past a limit of :mod:`mas.infra.guarded_yaml`), and an API server that cannot
-be asked; 130 interrupted.
+first), or an AgentCard is not conformant, or ``run`` stopped (the Lease was lost, or an
+operator that watches listed namespaces found no Application CRD); 2 usage errors,
+unreadable or non-YAML files (and documents past a limit of :mod:`mas.infra.guarded_yaml`),
+and an API server that cannot be asked; 130 interrupted.
 """
 
 from __future__ import annotations

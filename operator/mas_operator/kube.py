@@ -128,6 +128,17 @@ class Cluster:
             item.setdefault("apiVersion", kind.api_version)
         return cast(list[dict[str, Any]], items)
 
+    def serves(self, group: str, version: str, plural: str) -> bool:
+        """Whether the API server serves ``plural`` in ``group/version`` (discovery, which
+        every authenticated client may read)."""
+        try:
+            found = self._call(f"/apis/{group}/{version}", "GET")
+        except k8s.ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return any(r.get("name") == plural for r in found.get("resources") or [])
+
     def list_application_names(self, page: int = 500) -> list[tuple[str, str, str]]:
         """``(namespace, name, uid)`` of every Application in the cluster: metadata only,
         ``page`` at a time (a cluster-wide LIST: needs a ClusterRole to list them)."""

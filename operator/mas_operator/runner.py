@@ -34,7 +34,12 @@ from mas_operator.leases import LeaderElector, LeaseSettings
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import DIFFBASE_KEY, DOMAIN
 from mas_operator.resync import resync_loop
-from mas_operator.scopes import UnwatchedReporter, exact_namespaces, report_unwatched
+from mas_operator.scopes import (
+    UnwatchedReporter,
+    crd_served,
+    exact_namespaces,
+    report_unwatched,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -227,10 +232,10 @@ async def run_operator(options: OperatorOptions, handle: OperatorHandle | None =
                     return True
         handle.leading = True
         handle.metrics.leader.set(1)
-        await _run_kopf(
+        ran = await _run_kopf(
             options=options, api=api, handle=handle, stop=stop, elector=elector, lost=lost
         )
-        return not lost.is_set()
+        return ran and not lost.is_set()
     finally:
         handle.leading = False
         handle.metrics.leader.set(0)
@@ -252,7 +257,8 @@ async def _run_kopf(
     stop: asyncio.Event,
     elector: LeaderElector | None,
     lost: asyncio.Event,
-) -> None:
+) -> bool:
+    """Run kopf until stopped; ``False`` at once when a scoped operator finds no CRD."""
     registry = kopf.OperatorRegistry()
     register(registry)
     scoped = not options.all_namespaces and exact_namespaces(options.namespaces)
@@ -268,6 +274,8 @@ async def _run_kopf(
     ctx = OperatorContext(
         Cluster(api), handle.metrics, options.resync, retries=Retries(options.backoff)
     )
+    if scoped and not await crd_served(ctx.cluster):
+        return False
     tasks = [asyncio.create_task(resync_loop(ctx)), asyncio.create_task(ctx.cards.run())]
     if scoped:
         reporter = UnwatchedReporter(ctx.cluster, options.namespaces, handle.metrics)
@@ -291,3 +299,4 @@ async def _run_kopf(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+    return True

@@ -3,7 +3,8 @@
 Run with ``--namespace`` (a scoped install), the operator watches only those namespaces,
 with kopf's cluster-wide scanning off (:func:`exact_namespaces`): it lists no namespaces
 and watches no CRDs, so it needs no cluster-wide permission at all, and resolves the
-Application CRD once at its start (install the CRD first). An Application in any other
+Application CRD once at its start: without it, it stops with one error line
+(:func:`crd_served`), so install the CRD first. An Application in any other
 namespace is left alone: no child, no status, no Event (the operator has no rights there).
 It is named **once** per Application (by uid) in a warning log line, and counted in the
 gauge ``mas_operator_unwatched_applications``, by :func:`report_unwatched`: on the leader,
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 import urllib3
 from kubernetes.client import ApiException
 
+from mas.infra.models import API_GROUP, API_VERSION, PLURAL
 from mas_operator.kube import Cluster, api_message
 from mas_operator.metrics import OperatorMetrics
 
@@ -35,6 +37,30 @@ def exact_namespaces(namespaces: Iterable[str]) -> bool:
     kopf need not list namespaces to find them."""
     names = list(namespaces)
     return bool(names) and not any(_PATTERN_CHARS & set(name) for name in names)
+
+
+async def crd_served(cluster: Cluster) -> bool:
+    """Whether the Application CRD is served; when it is not, say so (an error line).
+
+    A scoped operator resolves the CRD once, at its start, and never sees it appear later:
+    without it, it stops (exit 1) so that its pod restarts until the CRD is installed,
+    rather than run doing nothing. An API server that cannot be asked counts as serving
+    it (kopf then reports and retries as usual)."""
+    try:
+        served = await asyncio.to_thread(cluster.serves, API_GROUP, API_VERSION, PLURAL)
+    except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+        logger.warning("could not check that the Application CRD is installed: %s", exc)
+        return True
+    if not served:
+        logger.error(
+            "the API server does not serve %s.%s/%s: install the CRD first "
+            "(kubectl apply -f crds/application.yaml); an operator that watches listed "
+            "namespaces looks for it only at its start, so this one stops",
+            PLURAL,
+            API_GROUP,
+            API_VERSION,
+        )
+    return served
 
 
 class UnwatchedReporter:

@@ -15,6 +15,8 @@ import pytest
 from kubernetes import client as k8s
 from operator_support import Api, eventually, helm_template, self_contained_app
 
+from mas_operator.kube import Cluster
+
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
 
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
@@ -153,3 +155,11 @@ def test_without_the_read_only_cluster_role_it_says_once_that_it_cannot_look(
         assert f"watches only {envtest_namespace}" in said[0]
     finally:
         cleanup()
+
+
+@pytest.mark.usefixtures("crd_installed")
+def test_discovery_tells_a_served_crd_from_a_missing_one(control_plane: Any) -> None:
+    cluster = Cluster(control_plane.api_client())
+    assert cluster.serves("infra.maslab.io", "v1", "applications")
+    assert not cluster.serves("infra.maslab.io", "v1", "nothings")
+    assert not cluster.serves("absent.maslab.io", "v1", "applications")  # 404
