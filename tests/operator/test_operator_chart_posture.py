@@ -3,10 +3,15 @@ NetworkPolicy and measured resource requests."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
-from operator_support import helm_template
+import yaml
+from kubernetes import client as k8s
+from operator_support import REPO, helm_template, require_helm
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -99,3 +104,51 @@ def test_a_scoped_install_has_no_cluster_wide_write() -> None:
     assert only(bare, "ClusterRole") == [] and only(bare, "ClusterRoleBinding") == []
     everywhere = {r["metadata"]["name"] for r in only(helm_template(), "ClusterRole")}
     assert everywhere == {"mas-operator-reconcile", "mas-operator-observe"}
+
+
+@pytest.fixture
+def published_api_server(control_plane: Any) -> Iterator[tuple[str, int]]:
+    """The kubernetes Service's EndpointSlice, which envtest's API server (no endpoint
+    reconciler: it advertises loopback) does not write: published as the node tier does,
+    at a documentation address and the API server's real port."""
+    port = urlsplit(control_plane.server_url).port
+    assert port is not None
+    discovery = k8s.DiscoveryV1Api(control_plane.api_client())
+    meta = k8s.V1ObjectMeta(name="kubernetes", labels={"kubernetes.io/service-name": "kubernetes"})
+    slice_ = k8s.V1EndpointSlice(
+        metadata=meta,
+        address_type="IPv4",
+        endpoints=[k8s.V1Endpoint(addresses=["192.0.2.10"], conditions={"ready": True})],
+        ports=[k8s.DiscoveryV1EndpointPort(name="https", port=port, protocol="TCP")],
+    )
+    discovery.create_namespaced_endpoint_slice("default", slice_)
+    yield "192.0.2.10", port
+    discovery.delete_namespaced_endpoint_slice("kubernetes", "default")
+
+
+@pytest.mark.envtest
+@pytest.mark.usefixtures("crd_installed")
+def test_at_install_the_policy_names_the_api_servers_endpoints(
+    control_plane: Any, envtest_namespace: str, published_api_server: tuple[str, int]
+) -> None:
+    """``helm install --dry-run=server`` reads the cluster (helm lookup): the operator's
+    egress goes to the kubernetes Service's endpoints, address and port, as a pod's
+    traffic reaches them after the Service's translation."""
+    address, port = published_api_server
+    argv = [str(require_helm()), "install", "mas-operator", str(REPO / "charts" / "mas-operator")]
+    argv += ["--namespace", envtest_namespace, "--kubeconfig", str(control_plane.kubeconfig_path)]
+    done = subprocess.run(
+        [*argv, "--skip-crds", "--dry-run=server"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    manifest = done.stdout.split("MANIFEST:", 1)[1].split("NOTES:", 1)[0]
+    objects = [d for d in yaml.safe_load_all(manifest) if d]
+    api = only(objects, "NetworkPolicy")[0]["spec"]["egress"][1]
+    assert api == {
+        "ports": [{"protocol": "TCP", "port": port}],
+        "to": [{"ipBlock": {"cidr": f"{address}/32"}}],
+    }
