@@ -56,6 +56,7 @@ def desk_rules(release: Path) -> list[dict[str, Any]]:
                 },
             ],
             "reply": "here are the files",
+            "usage": {"input": 120, "output": 30},  # tokens, in the task's metadata
         },
         {
             "match": "^story",

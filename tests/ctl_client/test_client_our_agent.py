@@ -73,6 +73,7 @@ async def test_artifacts_text_printed_data_as_json_file_saved_under_a_safe_name(
     assert (saved / "report.bin").read_bytes() == b"hello file"
     assert not (tmp_path / "escape").exists()
     assert f"saved to {saved / 'report.bin'}" in err
+    assert "· tokens: 120 in, 30 out\n" in err
 
     code, out, err = await run(
         tmp_path, "ask", desk.url, "-m", "files", "--transport", transport, "-o", "json"
@@ -84,6 +85,14 @@ async def test_artifacts_text_printed_data_as_json_file_saved_under_a_safe_name(
     assert kinds["text"]["text"] == "the notes"
     assert kinds["data"]["data"] == {"count": 3, "ok": True}
     assert kinds["file"]["size"] == len(b"hello file") and kinds["file"]["saved"] is None
+    tokens = {"input": 120, "output": 30}
+    assert record["metadata"]["maslab.tokens"] == {**tokens, "by_model": {"scripted": tokens}}
+
+    code, out, err = await run(
+        tmp_path, "task", desk.url, record["task_id"], "--transport", transport, "-o", "json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["metadata"]["maslab.tokens"] == record["metadata"]["maslab.tokens"]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -307,3 +307,10 @@ def test_a_card_of_neither_shape_loads_grpc_in_case() -> None:
     assert grpc_wanted({"supportedInterfaces": "GRPC"}, None)
     assert grpc_wanted({"url": "h", "additionalInterfaces": ["GRPC"]}, None)
     assert not grpc_wanted({"supportedInterfaces": "GRPC"}, "jsonrpc")
+
+
+def test_the_tokens_key_ask_reads_is_the_one_the_runtime_writes() -> None:
+    from mas.ctl.client.turn_output import TOKENS_KEY
+    from mas.runtime.tokens import TOKENS_METADATA_KEY
+
+    assert TOKENS_KEY == TOKENS_METADATA_KEY

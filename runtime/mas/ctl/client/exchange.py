@@ -32,7 +32,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from a2a.types import (
     Artifact,
@@ -80,6 +80,7 @@ class TurnIds:
     context_id: str
     task_id: str | None = None
     on_task: Callable[[str], None] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # the task's, as last seen
 
     def seen(self, task_id: str) -> None:
         if task_id and task_id != self.task_id:
@@ -122,7 +123,10 @@ class TaskFold:
             ids.seen(update.task_id)
             task = self._current(update.task_id, update.context_id)
             task.status.CopyFrom(update.status)
-            return _reported(update.metadata) if update.HasField("metadata") else []
+            if not update.HasField("metadata"):
+                return []
+            task.metadata.update(update.metadata)  # as the agent's task store merges it
+            return _reported(update.metadata)
         if kind == "artifact_update":
             update = response.artifact_update
             ids.seen(update.task_id)
@@ -300,14 +304,18 @@ async def send_turn(
         raise conn.failure(exc, "SendMessage", task_id) from None
 
 
-async def follow_task(conn: Connection, task_id: str, *, wait: bool) -> AsyncIterator[TurnEvent]:
+async def follow_task(
+    conn: Connection, task_id: str, *, wait: bool, ids: TurnIds | None = None
+) -> AsyncIterator[TurnEvent]:
     """The events of an existing task: its reply when it has ended; else, with ``wait``,
-    what it streams until it ends (nothing without ``wait``)."""
-    ids = TurnIds(context_id="", task_id=task_id)
+    what it streams until it ends (nothing without ``wait``). ``ids.metadata`` ends as the
+    task's metadata as last read."""
+    ids = ids if ids is not None else TurnIds(context_id="", task_id=task_id)
     fold = TaskFold()
     try:
         for event in fold.snapshot(await _get(conn, task_id)):
             yield event
+        ids.metadata = struct_to_dict(fold.task.metadata) if fold.task is not None else {}
         if not fold.ended and not wait:
             return
         async for event in _finish(conn, fold, ids):
@@ -347,6 +355,7 @@ async def _finish(conn: Connection, fold: TaskFold, ids: TurnIds) -> AsyncIterat
         delay = min(2 * delay, POLL_MAX)
         for event in fold.snapshot(await _get(conn, task_id)):
             yield event
+    ids.metadata = struct_to_dict(fold.task.metadata)
     reply = reply_of_task(fold.task, f"{conn.url} answered")
     for event in _ending(reply, "".join(fold.streamed)):
         yield event

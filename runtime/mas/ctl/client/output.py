@@ -80,7 +80,7 @@ def artifact_record(artifact: ArtifactEmitted, saved: Path | None) -> dict[str, 
     if artifact.kind == "text":
         record["text"] = artifact.text or ""
     elif artifact.kind == "data":
-        record["data"] = _plain(artifact.data)
+        record["data"] = plain(artifact.data)
     elif artifact.kind == "url":
         record["url"] = artifact.url or ""
     else:
@@ -104,14 +104,14 @@ def show_artifact(artifact: ArtifactEmitted, saved: Path | None, out: TextIO, in
     if artifact.kind == "text":
         body = terminal_text(artifact.text or "")
     elif artifact.kind == "data":
-        body = terminal_text(json.dumps(_plain(artifact.data), indent=2, ensure_ascii=False))
+        body = terminal_text(json.dumps(plain(artifact.data), indent=2, ensure_ascii=False))
     else:
         body = one_line(artifact.url or "", 2000)
     out.write(body if body.endswith("\n") else body + "\n")
     out.flush()
 
 
-def _plain(data: Mapping[str, Any] | None) -> dict[str, Any]:
+def plain(data: Mapping[str, Any] | None) -> dict[str, Any]:
     """``data`` as JSON values, a whole number as an int (protobuf carries every number as a
     double: ``1`` arrives as ``1.0``)."""
     return dict(_whole(dict(data or {})))

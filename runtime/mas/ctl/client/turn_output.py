@@ -7,7 +7,11 @@
 - artifacts: text printed, data shown as JSON, URLs printed, files written under
   ``--save DIR`` (:mod:`mas.ctl.client.output`);
 - ``-o json``: nothing streams; one JSON object is printed when the turn ends:
-  ``{"context_id", "task_id", "status", "text", "artifacts": [...], "reported": [...]}``.
+  ``{"context_id", "task_id", "status", "text", "artifacts": [...], "reported": [...],
+  "metadata": {...}}`` (``metadata``: the task's, e.g. ``maslab.tokens``, the turn's tokens;
+  ``{}`` for an answer that is a bare message);
+- the turn's tokens, when the task's metadata reports them (``maslab.tokens``), go to
+  ``info`` as one line once it has ended (``· tokens: 120 in, 30 out``).
 """
 
 from __future__ import annotations
@@ -16,8 +20,17 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from mas.ctl.client.output import artifact_record, one_line, save_file, show_artifact, terminal_text
+from mas.ctl.client.output import (
+    artifact_record,
+    one_line,
+    plain,
+    save_file,
+    show_artifact,
+    terminal_text,
+)
 from mas.runtime.turns import ArtifactEmitted, Delegated, TextDelta, TurnEnded, TurnEvent
+
+TOKENS_KEY = "maslab.tokens"  # the turn's tokens in the task's metadata (docs/models.md)
 
 
 def reported_line(event: Delegated) -> str:
@@ -83,7 +96,18 @@ class TurnOutput:
         """End a line the text left open (a task shown while it still runs)."""
         self._newline()
 
-    def summary(self, context_id: str, task_id: str | None) -> None:
+    def tokens(self, metadata: dict[str, Any]) -> None:
+        """The turn's tokens on ``info``, if the task's ``metadata`` reports them."""
+        tokens = metadata.get(TOKENS_KEY)
+        if self.as_json or not isinstance(tokens, dict):
+            return
+        counts = [tokens.get(kind) for kind in ("input", "output")]
+        if all(isinstance(n, (int, float)) for n in counts):
+            self._note(f"· tokens: {int(counts[0])} in, {int(counts[1])} out")  # type: ignore[arg-type]
+
+    def summary(
+        self, context_id: str, task_id: str | None, metadata: dict[str, Any] | None = None
+    ) -> None:
         """``-o json``: the one object, once the turn has ended."""
         ended = self.ended or TurnEnded("failed", message="the turn did not end")
         record = {
@@ -93,6 +117,7 @@ class TurnOutput:
             "text": ended.text or ended.message,
             "artifacts": self.artifacts,
             "reported": self.reported,
+            "metadata": plain(metadata),
         }
         self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
         self.out.flush()

@@ -68,7 +68,7 @@ async def ask(conn: Connection, args: argparse.Namespace) -> int:
 
     await interruptible(turn(), on_interrupt)
     if args.output == "json":
-        output.summary(context_id, ids.task_id)
+        output.summary(context_id, ids.task_id, ids.metadata)
     ended = output.ended
     if ended is None:
         return EXIT_FAILED
@@ -85,6 +85,7 @@ async def ask(conn: Connection, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
+    output.tokens(ids.metadata)
     if not args.context_id:
         print(f"· context {context_id}", file=sys.stderr)
     return 0

@@ -23,7 +23,7 @@ from a2a.types import GetTaskRequest
 
 from mas.ctl.client.connection import Connection
 from mas.ctl.client.errors import EXIT_FAILED, EXIT_INPUT_REQUIRED
-from mas.ctl.client.exchange import follow_task
+from mas.ctl.client.exchange import TurnIds, follow_task
 from mas.ctl.client.options import add_client_options
 from mas.ctl.client.output import one_line
 from mas.ctl.client.running import interruptible, run_client
@@ -64,9 +64,10 @@ async def show(conn: Connection, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     output = TurnOutput(sys.stdout, sys.stderr, as_json=as_json, save=args.save)
+    ids = TurnIds(context_id=task.context_id, task_id=task.id)
 
     async def follow() -> None:
-        async for event in follow_task(conn, args.task_id, wait=args.follow):
+        async for event in follow_task(conn, args.task_id, wait=args.follow, ids=ids):
             output.event(event)
 
     async def stop() -> None:
@@ -74,7 +75,7 @@ async def show(conn: Connection, args: argparse.Namespace) -> int:
 
     await interruptible(follow(), stop)
     if as_json:
-        output.summary(task.context_id, task.id)
+        output.summary(task.context_id, task.id, ids.metadata)
     output.close()
     ended = output.ended
     if ended is None:
