@@ -48,3 +48,28 @@ async def test_each_tool_call_is_an_execute_tool_span_under_its_turn(
         assert call.parent is not None and call.parent.span_id in turns
     assert calls["execute_tool shout"].status.status_code != StatusCode.ERROR
     assert calls["execute_tool boom"].status.status_code == StatusCode.ERROR
+
+
+async def test_a_turn_a_budget_stopped_carries_the_budget_on_its_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    model = scripted({"match": "^", "reply": "long answer", "usage": {"input": 90, "output": 30}})
+    model["budget"] = {"turn": 100}
+    host = RuntimeHost.build(wired({"spender": {"model": model}}), ["spender"], env={})
+    try:
+        events = await collect(
+            host.mailbox("spender").submit(TurnInput("s-1", "t-1", "go")).events()
+        )
+    finally:
+        await host.aclose()
+    assert ended(events).status == "failed"
+    [turn] = [s for s in spans.get_finished_spans() if s.name == "turn spender"]
+    [event] = [e for e in turn.events if e.name == "maslab.budget.exhausted"]
+    assert dict(event.attributes or {}) == {
+        "maslab.budget": "turn",
+        "maslab.budget.cap": 100,
+        "maslab.budget.used": 120,
+        "mas.session_id": "s-1",
+    }
+    assert turn.status.status_code == StatusCode.ERROR
+    assert "turn budget of 100 tokens exhausted: 120 used" in (turn.status.description or "")

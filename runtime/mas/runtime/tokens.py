@@ -12,8 +12,9 @@ Capping (``model.budget``, :class:`~mas.infra.models.TokenBudget`): a budget is 
 when nothing of it is left before a model call or a delegation (its use is at its cap), or
 when the turn's last call passed its cap (:meth:`TurnTokens.exhausted`); the first one ends
 the turn ``failed`` with :attr:`Exhausted.message` (``"session budget of 20000 tokens
-exhausted: 20412 used"``), counted in ``maslab_budget_exhausted_total{agent, budget}`` and
-logged.
+exhausted: 20412 used"``), counted in ``maslab_budget_exhausted_total{agent, budget}``,
+logged, and recorded on the turn's span as the event :data:`BUDGET_EVENT` (budget, cap,
+use, session) beside the span's error status.
 Budgets, checked in this order:
 
 - ``turn``: this agent's model calls in this turn, its delegates' turns included;
@@ -43,10 +44,13 @@ from typing import Any
 from mas.infra.models import TokenBudget
 from mas.runtime import metrics
 from mas.runtime.models.base import Usage
+from mas.telemetry import tracing
+from mas.telemetry.tracing import MAS_SESSION_ID
 
 logger = logging.getLogger(__name__)
 
 TOKENS_METADATA_KEY = "maslab.tokens"
+BUDGET_EVENT = "maslab.budget.exhausted"  # the span event of a turn a budget stopped
 CHAIN_METADATA_KEY = "maslab.session_budget"
 MAX_SESSIONS = 10_000
 
@@ -205,8 +209,17 @@ class TurnTokens:
         return None
 
     def stop(self, found: Exhausted) -> str:
-        """Count and log an exhausted budget; the message that ends the turn."""
+        """Count, log and trace an exhausted budget; the message that ends the turn."""
         metrics.BUDGET_EXHAUSTED.labels(self.ledger.agent_id, found.budget).inc()
+        tracing.record_event(
+            BUDGET_EVENT,
+            {
+                "maslab.budget": found.budget,
+                "maslab.budget.cap": found.cap,
+                "maslab.budget.used": found.used,
+                MAS_SESSION_ID: self.session_id,
+            },
+        )
         logger.warning(
             "agent %s: session %s: %s", self.ledger.agent_id, self.session_id, found.message
         )

@@ -57,6 +57,7 @@ __all__ = [
     "inject",
     "model_span",
     "on",
+    "record_event",
     "record_usage",
     "shutdown",
     "span",
@@ -261,6 +262,15 @@ def record_usage(
         target.set_attribute("gen_ai.usage.output_tokens", output_tokens)
         if response_model:
             target.set_attribute("gen_ai.response.model", response_model)
+
+
+def record_event(name: str, attributes: Mapping[str, Any]) -> None:
+    """An event (``name``, ``attributes``) on the current span, if one records."""
+    if not _on or _api is None:
+        return
+    current = _api.get_current_span()
+    if current.is_recording():
+        current.add_event(name, _clean(attributes) or {})
 
 
 def tool_span(agent: str, tool: str, source: str = "mcp") -> AbstractContextManager[Any]:
