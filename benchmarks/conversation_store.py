@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores
+from library_ioa.plugins.a2a.server.stores.endpoint import TaskStores, build_task_stores
 from mas.infra.models import AgentManifest, TaskStoreOptions
 from mas.runtime.agent import Agent
 from mas.runtime.boundary.delegation import DelegationContract

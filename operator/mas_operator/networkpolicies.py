@@ -40,7 +40,7 @@ from mas_operator.plan import AgentPlan, Peer, Plan
 
 DNS_PORTS = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
 ANY_TCP_PORT = [{"protocol": "TCP"}]  # a NetworkPolicyPort without a port: all of them
-# Addresses the default push policy (library_ioa.plugins.a2a.server.push) never POSTs to,
+# Addresses the default push policy (library_ioa.plugins.a2a.server.push.url_policy) never POSTs to,
 # kept out of the webhook egress; a subset of its refusals, so no push it allows is blocked.
 NON_PUBLIC = {
     "0.0.0.0/0": (

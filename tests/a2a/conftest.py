@@ -10,7 +10,7 @@ import pytest
 from a2a_support import STEP, Served, serve_agent
 from fast_path_support import exposure
 
-from library_ioa.plugins.a2a.server.fast_stream import StreamRun
+from library_ioa.plugins.a2a.server.fast.stream import StreamRun
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import pytest
 from a2a_support import STEP, ScriptRunner, eventually, wait_for
 from fast_path_support import EXPOSURES, V1, body, both, exposure, normalised
 
-from library_ioa.plugins.a2a.server.fast_stream import StreamRun
+from library_ioa.plugins.a2a.server.fast.stream import StreamRun
 from library_ioa.plugins.a2a.server.publisher import TurnPublisher
 from mas.runtime.turns import Delegated, TurnEnded, TurnEvent, TurnInput
 

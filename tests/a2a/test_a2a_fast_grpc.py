@@ -30,7 +30,7 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 from google.rpc import status_pb2
 
-from library_ioa.plugins.a2a.server import fast_grpc
+from library_ioa.plugins.a2a.server.fast import grpc_handler as fast_grpc
 
 pytestmark = pytest.mark.integration
 

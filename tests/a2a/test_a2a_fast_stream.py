@@ -31,7 +31,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
-from library_ioa.plugins.a2a.server.fast_stream import StreamRun
+from library_ioa.plugins.a2a.server.fast.stream import StreamRun
 from library_ioa.plugins.a2a.server.listeners import HttpListener
 from library_ioa.plugins.a2a.server.publisher import TurnPublisher
 from mas.ctl.session.mailbox import SessionTurnMailbox

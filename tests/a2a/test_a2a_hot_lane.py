@@ -1,4 +1,4 @@
-"""The hot lane (``server/hot_lane.py``) answers what the full middleware chain answers.
+"""The hot lane (``server/fast/hot_lane.py``) answers what the full middleware chain answers.
 
 The lane takes a plain 1.0 ``SendMessage`` in front of the Starlette app and hands every
 other request down the chain with its body replayed. Each case posts the same bytes to an

@@ -50,7 +50,7 @@ asyncio.run(main())
 
 # the modules that import the SDK's server side; each probe runs in its own interpreter,
 # side by side
-SERVER_SIDE = ("library_ioa.plugins.a2a.exposure", "library_ioa.plugins.a2a.server.fast_jsonrpc")
+SERVER_SIDE = ("library_ioa.plugins.a2a.exposure", "library_ioa.plugins.a2a.server.fast.jsonrpc")
 
 
 def test_the_0_3_grpc_client_survives_importing_the_server_first() -> None:

@@ -32,7 +32,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from library_ioa.plugins.a2a.server.listeners import HttpListener
-from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender, shown_url
+from library_ioa.plugins.a2a.server.push.delivery import QueuedPushSender, shown_url
 
 pytestmark = [pytest.mark.timeout(60)]
 

@@ -1,5 +1,5 @@
 """A stream subscriber that stops reading is dropped when its bounded buffer fills; the task
-and the other subscribers go on (``a2a.responses.stream_buffer_*``, ``fast_stream.Listener``).
+and the other subscribers go on (``a2a.responses.stream_buffer_*``, ``fast.stream.Listener``).
 
 The never-reading client is a real socket with a small receive buffer that sends its
 ``SubscribeToTask`` and reads nothing until the end; the reading client is httpx. The turn

@@ -50,7 +50,7 @@ run()
 UNUSED = [
     "sqlalchemy.dialects.postgresql",
     "sqlalchemy.dialects.sqlite",
-    "library_ioa.plugins.a2a.server.sql_history",
+    "library_ioa.plugins.a2a.server.stores.sql_history",
     "mas.ctl.session.control",
     "mas.ctl.session.tui_screen",
     "mas.ctl.session.modes",

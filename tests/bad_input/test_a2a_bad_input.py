@@ -23,7 +23,7 @@ from bad_input_support import (
     serve_echo,
 )
 
-from library_ioa.plugins.a2a.server.limits import RequestLimits
+from library_ioa.plugins.a2a.server.transport.limits import RequestLimits
 
 pytestmark = PROTOCOL_MARKS
 

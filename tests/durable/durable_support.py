@@ -25,7 +25,7 @@ from tests.deadlines import COLD_START
 from tests.fast_path import fast_path_options
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
-from library_ioa.plugins.a2a.server.stores import build_task_stores
+from library_ioa.plugins.a2a.server.stores.endpoint import build_task_stores
 from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest, Endpoint, TaskStoreOptions
 from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded, TurnEvent, TurnInput

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 from tests.a2a.a2a_support import free_port
 
-from library_ioa.plugins.a2a.server.sql_history import (
+from library_ioa.plugins.a2a.server.stores.sql_history import (
     SqlConversationStore,
     message_from_json,
     message_to_json,

@@ -18,7 +18,7 @@ from durable_support import STEP, client_for, sql_endpoint
 from tests.a2a.a2a_support import free_port, send, user_message
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
-from library_ioa.plugins.a2a.server.stores import build_task_stores
+from library_ioa.plugins.a2a.server.stores.endpoint import build_task_stores
 from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest, TaskStoreOptions
 from mas.runtime.agent import Agent

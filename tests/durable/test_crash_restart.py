@@ -28,7 +28,7 @@ from durable_support import (
 from tests.a2a.a2a_support import free_port, user_message
 from tests.fast_path import fast_path_document
 
-from library_ioa.plugins.a2a.server.runs import LOST_TURN
+from library_ioa.plugins.a2a.server.stores.runs import LOST_TURN
 
 pytestmark = pytest.mark.integration
 

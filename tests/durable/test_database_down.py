@@ -25,7 +25,7 @@ from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import create_async_engine
 from tests.a2a.a2a_support import sdk_client, send, user_message, wait_for
 
-from library_ioa.plugins.a2a.server.runs import STORE_FAILED
+from library_ioa.plugins.a2a.server.stores.runs import STORE_FAILED
 
 pytestmark = pytest.mark.integration
 

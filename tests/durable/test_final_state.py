@@ -14,7 +14,7 @@ from a2a.types import CancelTaskRequest, Task, TaskState, TaskStatus
 from durable_support import STEP, get_task, serve_on_store
 from tests.a2a.a2a_support import sdk_client, send, user_message, wait_for
 
-from library_ioa.plugins.a2a.server.stores import FinalStateTaskStore
+from library_ioa.plugins.a2a.server.stores.endpoint import FinalStateTaskStore
 
 CONTEXT = ServerCallContext()
 

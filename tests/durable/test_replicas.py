@@ -29,8 +29,8 @@ from durable_support import STEP, get_task, list_tasks, serve_on_store
 from sqlalchemy.ext.asyncio import create_async_engine
 from tests.a2a.a2a_support import Served, sdk_client, send, user_message, wait_for
 
-from library_ioa.plugins.a2a.server import sql_guards
-from library_ioa.plugins.a2a.server.sql_guards import FinalStateVersionedStore
+from library_ioa.plugins.a2a.server.stores import sql_guards
+from library_ioa.plugins.a2a.server.stores.sql_guards import FinalStateVersionedStore
 
 pytestmark = pytest.mark.integration
 

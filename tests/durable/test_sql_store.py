@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from tests.a2a.a2a_support import free_port, sdk_client, send, user_message
 
-from library_ioa.plugins.a2a.server.stores import TaskStoreError, build_task_stores
+from library_ioa.plugins.a2a.server.stores.endpoint import TaskStoreError, build_task_stores
 from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
 

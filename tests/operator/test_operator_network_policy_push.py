@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from library_ioa.plugins.a2a.server.push import address_is_public
+from library_ioa.plugins.a2a.server.push.url_policy import address_is_public
 from mas_operator.children import build_children
 from mas_operator.networkpolicies import NON_PUBLIC
 from mas_operator.plan import plan_application

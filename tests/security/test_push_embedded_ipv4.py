@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from library_ioa.plugins.a2a.server.push import PushUrlPolicy, address_is_public
+from library_ioa.plugins.a2a.server.push.url_policy import PushUrlPolicy, address_is_public
 
 pytestmark = [pytest.mark.timeout(30)]
 

@@ -26,7 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonrpc.jsonrpc2 import JSONRPC20Response  # type: ignore[import-untyped]
 
-from library_ioa.plugins.a2a.server.codec import (
+from library_ioa.plugins.a2a.server.executor import turn_from_message
+from library_ioa.plugins.a2a.server.fast.codec import (
     PlainSend,
     has_required_fields,
     message_dict,
@@ -35,8 +36,7 @@ from library_ioa.plugins.a2a.server.codec import (
     read_plain_send,
     stream_response_dict,
 )
-from library_ioa.plugins.a2a.server.executor import turn_from_message
-from library_ioa.plugins.a2a.server.fast_jsonrpc import render, render_plain, stream_item
+from library_ioa.plugins.a2a.server.fast.jsonrpc import render, render_plain, stream_item
 from library_ioa.plugins.a2a.server.publisher import QuickAnswer
 
 texts = st.text(max_size=12)

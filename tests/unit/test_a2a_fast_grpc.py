@@ -26,15 +26,15 @@ from google.protobuf.struct_pb2 import Struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from library_ioa.plugins.a2a.server.codec import PlainSend, read_plain_send
-from library_ioa.plugins.a2a.server.fast_grpc import (
+from library_ioa.plugins.a2a.server.fast.codec import PlainSend, read_plain_send
+from library_ioa.plugins.a2a.server.fast.grpc_handler import (
     FastGrpcHandler,
     plain_send_of,
     send_response,
 )
-from library_ioa.plugins.a2a.server.fast_handler import fast_eligible
-from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck, Undecodable
+from library_ioa.plugins.a2a.server.fast.handler import fast_eligible
 from library_ioa.plugins.a2a.server.publisher import QuickAnswer
+from library_ioa.plugins.a2a.server.transport.grpc_decode import GrpcDecodeCheck, Undecodable
 from tests.unit.test_a2a_codec import assert_turn_is_plain, sdk_valid
 
 texts = st.text(max_size=8)

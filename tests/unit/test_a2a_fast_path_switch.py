@@ -11,9 +11,9 @@ import pytest
 from a2a.server.request_handlers import GrpcHandler
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
-from library_ioa.plugins.a2a.server.fast_grpc import FastGrpcHandler
-from library_ioa.plugins.a2a.server.fast_jsonrpc import fast_endpoint
-from library_ioa.plugins.a2a.server.hot_lane import HotLane
+from library_ioa.plugins.a2a.server.fast.grpc_handler import FastGrpcHandler
+from library_ioa.plugins.a2a.server.fast.hot_lane import HotLane
+from library_ioa.plugins.a2a.server.fast.jsonrpc import fast_endpoint
 from mas.infra.models import A2AOptions, AgentManifest, Application, Endpoint
 
 

@@ -13,13 +13,13 @@ from sse_starlette.event import ensure_bytes
 from starlette.authentication import SimpleUser
 from starlette.requests import Request
 
-from library_ioa.plugins.a2a.server.fast_jsonrpc import (
+from library_ioa.plugins.a2a.server.fast.hot_lane import _plain_head
+from library_ioa.plugins.a2a.server.fast.jsonrpc import (
     default_call_context,
     frame,
     render,
     render_plain,
 )
-from library_ioa.plugins.a2a.server.hot_lane import _plain_head
 
 texts = st.text(max_size=20)
 plain = st.recursive(

@@ -1,4 +1,4 @@
-"""``TaskBook`` (fast_stream.py): what it reads from and writes to the task store."""
+"""``TaskBook`` (server/fast/stream.py): what it reads from and writes to the task store."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import TaskState, TaskStatus, TaskStatusUpdateEvent
 
-from library_ioa.plugins.a2a.server.fast_stream import TaskBook
+from library_ioa.plugins.a2a.server.fast.stream import TaskBook
 
 
 class CountingStore(LegacyTaskStoreAdapter):

@@ -134,7 +134,7 @@ def test_an_unknown_command_still_names_every_command() -> None:
 SERVE_ON_DEMAND = [
     "sqlalchemy.dialects.postgresql",
     "sqlalchemy.dialects.sqlite",
-    "library_ioa.plugins.a2a.server.sql_history",
+    "library_ioa.plugins.a2a.server.stores.sql_history",
     "mas.ctl.session.control",
     "kubernetes",
     "kopf",

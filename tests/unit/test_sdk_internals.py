@@ -24,7 +24,7 @@ from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface
 
 from library_ioa.plugins.a2a.server import sdk_internals
-from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
+from library_ioa.plugins.a2a.server.fast.handler import FastSendHandler
 from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
 
 
@@ -130,7 +130,7 @@ def test_the_methods_called_on_what_is_read_take_the_arguments_passed() -> None:
 def test_the_declared_override_overrides_an_sdk_method_of_the_same_shape() -> None:
     name = sdk_internals.SETUP_ACTIVE_TASK
     assert {
-        ("library_ioa.plugins.a2a.server.fast_handler", "FastSendHandler", name)
+        ("library_ioa.plugins.a2a.server.fast.handler", "FastSendHandler", name)
     } == sdk_internals.OVERRIDES
     sdk = getattr(DefaultRequestHandler, name)
     ours = getattr(FastSendHandler, name)

@@ -7,7 +7,7 @@ turn's messages when the turn ends or is interrupted (:meth:`append`).
 
 Implementations, named by backend: :class:`~mas.runtime.memory_history.MemoryConversationStore`
 (the default; dies with the process) and
-:class:`~library_ioa.plugins.a2a.server.sql_history.SqlConversationStore` (the endpoint's
+:class:`~library_ioa.plugins.a2a.server.stores.sql_history.SqlConversationStore` (the endpoint's
 ``sql`` task store, so any replica continues any conversation).
 
 Rules every implementation keeps:

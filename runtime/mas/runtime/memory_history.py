@@ -24,7 +24,7 @@ What a client sees when it follows up on an evicted conversation is a conversati
 starts afresh: the turn runs without the earlier messages, and a pending question is gone
 (the answer reaches the model as a new message). Nothing survives the process either: a
 restarted pod, or another replica, starts every session afresh (the ``sql`` store keeps
-them: :mod:`library_ioa.plugins.a2a.server.sql_history`).
+them: :mod:`library_ioa.plugins.a2a.server.stores.sql_history`).
 """
 
 from __future__ import annotations

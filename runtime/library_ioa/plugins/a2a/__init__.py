@@ -7,6 +7,6 @@ Those server modules import ``a2a.compat.v0_3.extension_headers``, which imports
 imports the half-initialised ``extension_headers`` back: the ``ImportError`` is swallowed and
 the factory's 0.3 gRPC transport stays ``None`` for the life of the process, so a client
 built later speaks gRPC 1.0 to a peer that advertises only 0.3. ``exposure`` and
-``server.fast_jsonrpc`` therefore start with ``import a2a.client``;
+``server.fast.jsonrpc`` therefore start with ``import a2a.client``;
 ``tests/a2a/test_a2a_import_order.py`` pins it.
 """

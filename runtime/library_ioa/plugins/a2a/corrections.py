@@ -18,7 +18,7 @@ own app or server, so the SDK still does all the protocol work:
   -32603 InternalError: its mapping to 0.3 error codes has no VersionNotSupportedError
   (-32009, new in 1.0), so it falls back to -32603. The client named a version the 0.3
   methods do not serve, so the protocol it asked for says -32009.
-  ``server.limits.RequestLimits`` answers such a request with :func:`v03_version_refusal`
+  ``server.transport.limits.RequestLimits`` answers such a request with :func:`v03_version_refusal`
   (-32009, the SDK's error shape) before the adapter sees it. The 0.3 REST adapter already
   answers the SDK's 400 ``VERSION_NOT_SUPPORTED``.
 * An ``A2A-Version`` with a component past Python's 4,300-digit ``int()`` limit made the SDK's

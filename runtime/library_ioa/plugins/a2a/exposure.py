@@ -12,25 +12,26 @@ prefix) it serves
   module of this adapter that imports gRPC, loaded only then),
 
 all built from the a2a-sdk's route factories, ``DefaultRequestHandler``, the task and
-push-config stores of ``a2a.task_store`` (:mod:`library_ioa.plugins.a2a.server.stores`:
+push-config stores of ``a2a.task_store`` (:mod:`library_ioa.plugins.a2a.server.stores.endpoint`:
 in memory by default, or the SDK's database stores) and a push sender that delivers off the
-event path (``server/push_delivery.py``);
+event path (``server/push/delivery.py``);
 with the endpoint's ``a2a.fast_path`` (on by default) a quick blocking send and a streaming
-send of a new task skip the SDK's per-task machinery (``server/fast_handler.py``,
-``server/fast_stream.py``, ``server/fast_jsonrpc.py`` and its hot lane, ``server/fast_grpc.py``,
-the same answers); with it off every request takes the SDK's own path (no fast JSON-RPC
-route, hot lane, fast gRPC servicer or fast stream). ``fast_send`` overrides the endpoint's
-choice (the differential tests and benchmarks serve both paths side by side). Protocol 1.0 is
-served, and the 0.3 method names and transports too (``message/send``, ``tasks/cancel``,
-REST ``/v1/...``, gRPC ``a2a.v1.A2AService``). A request without an ``A2A-Version`` header
-is read as 0.3.
+send of a new task skip the SDK's per-task machinery (``server/fast/handler.py``,
+``server/fast/stream.py``, ``server/fast/jsonrpc.py`` and its hot lane,
+``server/fast/grpc_handler.py``, the same answers); with it off every request takes the SDK's
+own path (no fast JSON-RPC route, hot lane, fast gRPC servicer or fast stream). ``fast_send``
+overrides the endpoint's choice (the differential tests and benchmarks serve both paths side
+by side). Protocol 1.0 is served, and the 0.3 method names and transports too
+(``message/send``, ``tasks/cancel``, REST ``/v1/...``, gRPC ``a2a.v1.A2AService``). A request
+without an ``A2A-Version`` header is read as 0.3.
 
 Push-notification URLs are screened by the endpoint's ``a2a.push`` policy
-(:class:`~library_ioa.plugins.a2a.server.push.PushUrlPolicy`: public addresses only unless
-``allow_private`` or ``allowed_hosts``); a ``push_url_validator`` given here replaces it
-(``mas-ctl serve --public-push-urls-only`` passes the SDK's strict validator). Bodies pass
-:class:`~library_ioa.plugins.a2a.server.limits.RequestLimits` (``a2a.max_body_bytes``), and
-with ``a2a.auth`` every transport but the card requires a credential (``server/auth.py``).
+(:class:`~library_ioa.plugins.a2a.server.push.url_policy.PushUrlPolicy`: public addresses only
+unless ``allow_private`` or ``allowed_hosts``); a ``push_url_validator`` given here replaces
+it (``mas-ctl serve --public-push-urls-only`` passes the SDK's strict validator). Bodies pass
+:class:`~library_ioa.plugins.a2a.server.transport.limits.RequestLimits`
+(``a2a.max_body_bytes``), and with ``a2a.auth`` every transport but the card requires a
+credential (``server/auth.py``).
 See ``docs/security.md``.
 
 The bind host is distinct from the advertised URL: in a pod the URL is the Service DNS
@@ -75,21 +76,25 @@ from library_ioa.plugins.a2a.server.executor import (
     MasLabAgentExecutor,
     TurnMailbox,
 )
-from library_ioa.plugins.a2a.server.fast_handler import FastSendHandler
-from library_ioa.plugins.a2a.server.fast_jsonrpc import create_fast_jsonrpc_routes
-from library_ioa.plugins.a2a.server.fast_stream import StreamLimits
-from library_ioa.plugins.a2a.server.hot_lane import hot_lane
+from library_ioa.plugins.a2a.server.fast.handler import FastSendHandler
+from library_ioa.plugins.a2a.server.fast.hot_lane import hot_lane
+from library_ioa.plugins.a2a.server.fast.jsonrpc import create_fast_jsonrpc_routes
+from library_ioa.plugins.a2a.server.fast.stream import StreamLimits
 from library_ioa.plugins.a2a.server.http_guard import HttpLimits
-from library_ioa.plugins.a2a.server.limits import RequestLimits
 from library_ioa.plugins.a2a.server.list_pages import ListLimits
 from library_ioa.plugins.a2a.server.listeners import HttpListener, ListenError
 from library_ioa.plugins.a2a.server.metrics import render
-from library_ioa.plugins.a2a.server.push import PushUrlPolicy
-from library_ioa.plugins.a2a.server.push_configs import CappedPushConfigStore
-from library_ioa.plugins.a2a.server.push_delivery import QueuedPushSender
-from library_ioa.plugins.a2a.server.stores import TaskStores, build_task_stores, default_replica_id
-from library_ioa.plugins.a2a.server.stream_errors import EarlyStreamErrors
+from library_ioa.plugins.a2a.server.push.configs import CappedPushConfigStore
+from library_ioa.plugins.a2a.server.push.delivery import QueuedPushSender
+from library_ioa.plugins.a2a.server.push.url_policy import PushUrlPolicy
+from library_ioa.plugins.a2a.server.stores.endpoint import (
+    TaskStores,
+    build_task_stores,
+    default_replica_id,
+)
 from library_ioa.plugins.a2a.server.tracing import HttpTracing
+from library_ioa.plugins.a2a.server.transport.limits import RequestLimits
+from library_ioa.plugins.a2a.server.transport.stream_errors import EarlyStreamErrors
 from mas.infra.addresses import parse_advertised_url
 from mas.infra.models import AgentManifest, Endpoint
 from mas.runtime.agent import Agent
@@ -180,7 +185,7 @@ class A2AExposure:
         if push and push_store is not None:
             options = endpoint.a2a.push
             push_store = CappedPushConfigStore(push_store, options.max_configs_per_task)
-            push_sender = QueuedPushSender(  # off the event path (server/push_delivery.py)
+            push_sender = QueuedPushSender(  # off the event path (server/push/delivery.py)
                 push_client,
                 push_store,
                 push_url_validator=push_url_validator,
@@ -191,7 +196,7 @@ class A2AExposure:
         self._push_sender = push_sender
         self.executor = MasLabAgentExecutor(mailbox, agent_id=agent_id, message_grace=message_grace)
         # A blocking send of a new task skips the SDK's per-task machinery when the turn
-        # answers at once, a streaming one always (server/fast_handler.py, fast_stream.py);
+        # answers at once, a streaming one always (server/fast/handler.py, fast/stream.py);
         # without the fast path (a2a.fast_path: false) the mailbox is withheld and the
         # handler is the SDK's DefaultRequestHandler with the counting, nothing more.
         self.handler = FastSendHandler(
@@ -247,8 +252,9 @@ class A2AExposure:
             app, max_body_bytes=endpoint.a2a.max_body_bytes, compat_0_3=compat_0_3
         )
         corrected: Any = HttpCorrections(limited, rpc_path="/", rest_prefix=REST_PATH)
-        # The hot JSON-RPC sends skip the layers above when they would pass (server/hot_lane.py);
-        # the SDK's routes (fast path off) have no fast endpoint, so no hot lane either.
+        # The hot JSON-RPC sends skip the layers above when they would pass
+        # (server/fast/hot_lane.py); the SDK's routes (fast path off) have no fast endpoint, so no
+        # hot lane either.
         corrected = hot_lane(
             corrected, rpc_routes, rpc_path="/", max_body_bytes=endpoint.a2a.max_body_bytes
         )

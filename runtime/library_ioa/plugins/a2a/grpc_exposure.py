@@ -20,13 +20,13 @@ from a2a.types import a2a_pb2_grpc
 
 from library_ioa.plugins.a2a.grpc_corrections import GrpcVersionCheck
 from library_ioa.plugins.a2a.server.auth import Authenticator
-from library_ioa.plugins.a2a.server.fast_grpc import FastGrpcHandler
+from library_ioa.plugins.a2a.server.fast.grpc_handler import FastGrpcHandler
 from library_ioa.plugins.a2a.server.grpc_auth import GrpcAuth, GrpcPrincipals
-from library_ioa.plugins.a2a.server.grpc_decode import GrpcDecodeCheck
 from library_ioa.plugins.a2a.server.grpc_guard import GrpcLimits
 from library_ioa.plugins.a2a.server.grpc_listener import GrpcListener
 from library_ioa.plugins.a2a.server.grpc_tracing import GrpcTracing
-from library_ioa.plugins.a2a.server.limits import grpc_options
+from library_ioa.plugins.a2a.server.transport.grpc_decode import GrpcDecodeCheck
+from library_ioa.plugins.a2a.server.transport.limits import grpc_options
 from mas.infra.addresses import parse_grpc_address
 from mas.infra.models import Endpoint
 from mas.telemetry import tracing
@@ -46,7 +46,7 @@ def build_grpc_listener(
     principals = GrpcPrincipals(authenticator) if authenticator is not None else None
     servicers: list[tuple[Any, Any]] = [
         (
-            # A plain SendMessage skips the SDK's conversions (server/fast_grpc.py).
+            # A plain SendMessage skips the SDK's conversions (server/fast/grpc_handler.py).
             (FastGrpcHandler if fast_send else GrpcHandler)(handler, principals),
             a2a_pb2_grpc.add_A2AServiceServicer_to_server,
         )

@@ -25,7 +25,7 @@ Mapping (the spec's "Task lifecycle"):
   more requests waiting reports its reply as a ``working`` status update instead of ending
   the task. A request naming a task that has ended is refused with a clear error, never
   silently dropped.
-- A turn the fast handler (``fast_handler.FastSendHandler``) already submitted and hands
+- A turn the fast handler (``fast.handler.FastSendHandler``) already submitted and hands
   over in the call state (``ADOPTED_STATE``) is adopted, never submitted twice; its task
   starts at once, since its grace is spent.
 - ``CancelTask`` withdraws the waiting call (``ticket.cancel_wait()``) and reports

@@ -2,9 +2,9 @@
 
 Every transport (JSON-RPC, HTTP+JSON, gRPC, and the 0.3 adapters of each) goes through
 one request handler, so counting here covers them all, and so do the no-auth rule for
-attaching push configs (``anonymous_push_create``: :mod:`.push_ownership`), the bounds on a
+attaching push configs (``anonymous_push_create``: :mod:`.push.ownership`), the bounds on a
 ``ListTasks`` page (``list_limits``: :mod:`.list_pages`), the refusal of numbers JSON
-cannot carry (:mod:`.finite_values`): a request holding NaN or an infinity is answered as
+cannot carry (:mod:`.transport.finite_values`): a request holding NaN or an infinity is answered as
 invalid params before it runs, and counted as such; and the bound on open
 ``SubscribeToTask`` streams (``max_subscriptions``): one past it is refused with
 ``UnsupportedOperationError`` before it holds anything.
@@ -22,11 +22,11 @@ from a2a.utils.errors import A2AError, UnsupportedOperationError
 
 from library_ioa.plugins.a2a.server import sdk_internals
 from library_ioa.plugins.a2a.server.executor import STREAMING_STATE
-from library_ioa.plugins.a2a.server.finite_values import refuse_non_finite
 from library_ioa.plugins.a2a.server.list_pages import ListLimits, bounded_list
 from library_ioa.plugins.a2a.server.metrics import A2A_REQUEST_SECONDS, A2A_REQUESTS
-from library_ioa.plugins.a2a.server.push_ownership import refuse_anonymous_create
+from library_ioa.plugins.a2a.server.push.ownership import refuse_anonymous_create
 from library_ioa.plugins.a2a.server.tracing import request_done, transport_of
+from library_ioa.plugins.a2a.server.transport.finite_values import refuse_non_finite
 from mas.infra.models import DEFAULT_MAX_SUBSCRIPTIONS
 
 T = TypeVar("T")

@@ -38,8 +38,8 @@ protocol with a guard, enforces what uvicorn cannot:
   ``timeout_keep_alive``).
 
 So memory per connection is bounded by ``max_header_bytes`` plus the body limit of the app
-(:mod:`~library_ioa.plugins.a2a.server.limits`) plus ``OUTPUT_HIGH_WATER`` and one response
-message, memory in heads by ``max_connections * max_header_bytes``, and the time any
+(:mod:`~library_ioa.plugins.a2a.server.transport.limits`) plus ``OUTPUT_HIGH_WATER`` and one
+response message, memory in heads by ``max_connections * max_header_bytes``, and the time any
 connection holds a slot without progress by the head, body, send and keep-alive timeouts.
 
 Written against uvicorn 0.55 and httptools 0.9: the guard relies on the protocol's parser

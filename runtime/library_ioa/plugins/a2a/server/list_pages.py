@@ -16,7 +16,7 @@ every transport and every task store:
   ``max_bytes`` is returned alone (its history cut to ``historyLength``).
 
 The store parses a page's tasks before the SDK trims them; the memory store trims each
-task as it parses it (:mod:`.memory_store`), so a ``ListTasks`` holds at most one whole
+task as it parses it (:mod:`.stores.memory`), so a ``ListTasks`` holds at most one whole
 task beyond its page.
 """
 

@@ -72,7 +72,7 @@ MAP_GRPC_ERROR = ("a2a.client.transports.grpc", "_map_grpc_error")
 """The module and name of the SDK client's gRPC error mapping."""
 
 OVERRIDES = frozenset(
-    {("library_ioa.plugins.a2a.server.fast_handler", "FastSendHandler", SETUP_ACTIVE_TASK)}
+    {("library_ioa.plugins.a2a.server.fast.handler", "FastSendHandler", SETUP_ACTIVE_TASK)}
 )
 """(module, class, method): the private SDK methods our classes override, each declared
 here; ``scripts/check-sdk-internals.py`` accepts the override and its ``super()`` call there."""

@@ -4,7 +4,7 @@
 into what the SDK's request handler takes:
 
 - ``memory`` (the default): a bounded in-memory task store (``max_tasks``, ``max_bytes``,
-  ``ttl_seconds``: :mod:`library_ioa.plugins.a2a.server.memory_store`), the SDK's
+  ``ttl_seconds``: :mod:`library_ioa.plugins.a2a.server.stores.memory`), the SDK's
   ``InMemoryPushNotificationConfigStore`` and the agent's conversations in memory, bounded
   by bytes in all and per conversation (``history_max_bytes``,
   ``history_max_session_bytes``: :mod:`mas.runtime.memory_history`); all die with the
@@ -16,15 +16,15 @@ into what the SDK's request handler takes:
   SQLAlchemy engine: ``sqlite+aiosqlite:///file`` or ``postgresql+asyncpg://...``. The URL
   (or the key) behind a ``secret_key_ref`` is read from ``secret_env_name(ref)``. The
   agent's conversations (session history, pending question) go to the same database
-  (:class:`~library_ioa.plugins.a2a.server.sql_history.SqlConversationStore`), so any
+  (:class:`~library_ioa.plugins.a2a.server.stores.sql_history.SqlConversationStore`), so any
   replica continues any conversation.
-  Built by :mod:`library_ioa.plugins.a2a.server.sql_stores`, imported for a ``sql`` store
+  Built by :mod:`library_ioa.plugins.a2a.server.stores.sql`, imported for a ``sql`` store
   only (SQLAlchemy and the driver are never loaded with ``memory``).
 
 Rules every variant keeps:
 
 - **A terminal state is final.** The task store is wrapped by a guard
-  (:mod:`library_ioa.plugins.a2a.server.final_state`) that refuses any write moving a
+  (:mod:`library_ioa.plugins.a2a.server.stores.final_state`) that refuses any write moving a
   stored COMPLETED, CANCELED, FAILED or REJECTED task to another state: a turn that goes on
   after ``CancelTask`` never overwrites CANCELED, on one replica or several.
 - **Nobody waits on a task nobody runs** (``sql`` only). Each replica records which
@@ -62,16 +62,16 @@ from a2a.server.tasks import (
     TaskStore,
 )
 
-from library_ioa.plugins.a2a.server.final_state import FinalStateTaskStore, refuses
-from library_ioa.plugins.a2a.server.memory_store import BoundedMemoryTaskStore
+from library_ioa.plugins.a2a.server.stores.final_state import FinalStateTaskStore, refuses
+from library_ioa.plugins.a2a.server.stores.memory import BoundedMemoryTaskStore
 from mas.infra.models import TaskStoreOptions
 from mas.runtime.history import ConversationStore
 from mas.runtime.memory_history import MemoryConversationStore
 
-if TYPE_CHECKING:  # a sql store's (server/sql_stores.py): loaded with one only
+if TYPE_CHECKING:  # a sql store's (server/stores/sql.py): loaded with one only
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-    from library_ioa.plugins.a2a.server.runs import RunBook
+    from library_ioa.plugins.a2a.server.stores.runs import RunBook
 
 LEASE_SECONDS = 20.0
 HEARTBEAT_SECONDS = LEASE_SECONDS / 4
@@ -158,7 +158,7 @@ def build_task_stores(
         )
     # Loaded for a sql store only: SQLAlchemy, its dialects and the SDK's database stores,
     # which a memory store never needs (library_ioa.plugins.a2a.sdk_extras).
-    from library_ioa.plugins.a2a.server.sql_stores import build_sql_stores
+    from library_ioa.plugins.a2a.server.stores.sql import build_sql_stores
 
     return build_sql_stores(
         agent_id,

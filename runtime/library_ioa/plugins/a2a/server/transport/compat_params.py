@@ -2,7 +2,7 @@
 
 The SDK's ``JSONRPC03Adapter`` validates a whole 0.3 request with its pydantic model and
 answers any failure with -32600 (InvalidRequest), logging a traceback. The envelope is
-already checked by :func:`~library_ioa.plugins.a2a.server.limits.check_envelope` by then,
+already checked by :func:`~library_ioa.plugins.a2a.server.transport.limits.check_envelope` by then,
 so what fails is the params: JSON-RPC 2.0 says -32602 (InvalidParams).
 :func:`v03_params_refusal` validates the request with the adapter's own model
 (``JSONRPC03Adapter.METHOD_TO_MODEL``, a public class attribute of a2a-sdk 1.3) and names the

@@ -72,9 +72,9 @@ from library_ioa.plugins.a2a.corrections import (
     v03_version_refusal,
 )
 from library_ioa.plugins.a2a.server.auth import redact_credentials
-from library_ioa.plugins.a2a.server.compat_params import is_v03_method, v03_params_refusal
 from library_ioa.plugins.a2a.server.json_answers import send_json
 from library_ioa.plugins.a2a.server.list_pages import status_refusal
+from library_ioa.plugins.a2a.server.transport.compat_params import is_v03_method, v03_params_refusal
 
 logger = logging.getLogger(__name__)
 

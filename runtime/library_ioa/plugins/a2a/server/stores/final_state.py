@@ -10,7 +10,7 @@ conflicting write the SDK reloads, sees CANCELED, and still applies the turn's n
 the fresh version.)
 
 The versioned guard and the event stream's are in
-:mod:`~library_ioa.plugins.a2a.server.sql_guards` (a database store only).
+:mod:`~library_ioa.plugins.a2a.server.stores.sql_guards` (a database store only).
 """
 
 from __future__ import annotations

@@ -62,8 +62,8 @@ from a2a.types import (
 from a2a.utils.errors import InternalError, InvalidAgentResponseError, InvalidParamsError
 from prometheus_client import Counter
 
-from library_ioa.plugins.a2a.server.final_state import TERMINAL_STATES
 from library_ioa.plugins.a2a.server.metrics import A2A_REGISTRY
+from library_ioa.plugins.a2a.server.stores.final_state import TERMINAL_STATES
 from mas.infra.models import DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_STREAM_BUFFER_EVENTS
 
 logger = logging.getLogger(__name__)

@@ -1,11 +1,11 @@
 """The stores of a ``sql`` task store (``a2a.task_store``): :func:`build_sql_stores`.
 
-What they are and the rules they keep are in :mod:`library_ioa.plugins.a2a.server.stores`
+What they are and the rules they keep are in :mod:`library_ioa.plugins.a2a.server.stores.endpoint`
 (``sql``, "Nobody waits on a task nobody runs"). :class:`SqlTaskStores` opens the database
 before serving (tables, the sweep of the tasks an earlier process left running) and beats
 the heartbeat while serving.
 
-Imported by :func:`~library_ioa.plugins.a2a.server.stores.build_task_stores` for a ``sql``
+Imported by :func:`~library_ioa.plugins.a2a.server.stores.endpoint.build_task_stores` for a ``sql``
 store only: it loads SQLAlchemy, the dialect's driver and the SDK's database stores, which
 it imports by their own modules (``library_ioa.plugins.a2a.sdk_extras``).
 """
@@ -30,16 +30,19 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from library_ioa.plugins.a2a.server.runs import RunBook
-from library_ioa.plugins.a2a.server.sql_guards import FinalStateVersionedStore, GuardedEventStream
-from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
-from library_ioa.plugins.a2a.server.stores import (
+from library_ioa.plugins.a2a.server.stores.endpoint import (
     EVENT_POLL_SECONDS,
     LEASE_SECONDS,
     LEASE_VARIABLE,
     TaskStoreError,
     TaskStores,
 )
+from library_ioa.plugins.a2a.server.stores.runs import RunBook
+from library_ioa.plugins.a2a.server.stores.sql_guards import (
+    FinalStateVersionedStore,
+    GuardedEventStream,
+)
+from library_ioa.plugins.a2a.server.stores.sql_history import SqlConversationStore
 from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
 

@@ -10,8 +10,8 @@
 handed to the request handler directly, skipping the dispatcher's generic steps (the
 base JSON-RPC model, the method table, the version decorator, the tracing spans). The
 params are read as the SDK reads them (protobuf's ``ParseDict``; the plain common shape
-by :func:`~library_ioa.plugins.a2a.server.codec.parse_plain_send`, to the same result), the call
-context comes from the same context builder, the result and every error are shaped by
+by :func:`~library_ioa.plugins.a2a.server.fast.codec.parse_plain_send`, to the same result), the
+call context comes from the same context builder, the result and every error are shaped by
 the SDK's ``MessageToDict``, ``JSONRPC20Response`` and ``build_error_response``, and the
 body is rendered byte for byte as Starlette's ``JSONResponse`` renders it. A plain
 ``SendMessage`` goes to the handler's ``on_plain_send`` when it has one
@@ -31,7 +31,7 @@ Everything else (other methods, 0.3 names, batches, bad JSON, other versions, pa
 protobuf refuses) goes to the SDK's dispatcher unchanged, so its errors stay the SDK's.
 The route stays inside the Starlette app, so middleware (auth, limits) still applies.
 :meth:`FastJsonRpcEndpoint.answer` is also what the hot lane
-(:mod:`~library_ioa.plugins.a2a.server.hot_lane`) calls, in front of the app, for the
+(:mod:`~library_ioa.plugins.a2a.server.fast.hot_lane`) calls, in front of the app, for the
 requests every layer between would pass through untouched.
 """
 
@@ -66,7 +66,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from library_ioa.plugins.a2a.server.codec import (
+from library_ioa.plugins.a2a.server.fast.codec import (
     PLAIN_SEND_STATE,
     PlainSend,
     plain_message_dict,

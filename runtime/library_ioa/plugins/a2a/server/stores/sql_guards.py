@@ -1,9 +1,9 @@
 """A terminal state is final, on the SDK's database stores (``a2a.task_store`` type ``sql``).
 
 :class:`FinalStateVersionedStore` guards the versioned database store as
-:class:`~library_ioa.plugins.a2a.server.final_state.FinalStateTaskStore` guards the memory
+:class:`~library_ioa.plugins.a2a.server.stores.final_state.FinalStateTaskStore` guards the memory
 one. It also records which replica runs each in-flight task
-(:class:`~library_ioa.plugins.a2a.server.runs.RunBook`) and turns database errors into the
+(:class:`~library_ioa.plugins.a2a.server.stores.runs.RunBook`) and turns database errors into the
 A2A ``InternalError`` "the task store is unavailable" (details go to the log, not to clients).
 A failed write of a task also notes it in the run book (``RunBook.broke``): the SDK has
 ended that task's stream with the error, and the heartbeat writes it FAILED once the
@@ -33,14 +33,14 @@ from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
 from a2a.utils.errors import InternalError
 from sqlalchemy.exc import SQLAlchemyError
 
-from library_ioa.plugins.a2a.server.final_state import (
+from library_ioa.plugins.a2a.server.stores.final_state import (
     INTERRUPTED_STATES,
     MAX_REMEMBERED,
     TERMINAL_STATES,
     _refusal,
     refuses,
 )
-from library_ioa.plugins.a2a.server.runs import RunBook
+from library_ioa.plugins.a2a.server.stores.runs import RunBook
 
 logger = logging.getLogger(__name__)
 

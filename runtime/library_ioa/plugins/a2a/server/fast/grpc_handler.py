@@ -7,8 +7,8 @@ common shape (what :func:`plain_send_of` accepts: one message with a known ``rol
 non-empty ``messageId``, an optional ``contextId`` and one or more parts that each hold
 only a text; no tenant, configuration, metadata, extensions, task or reference ids) every
 one of those checks passes, so this handler reads the request into the
-:class:`~library_ioa.plugins.a2a.server.codec.PlainSend` the JSON-RPC route uses and calls
-the request handler's ``on_plain_send`` (``fast_handler.FastSendHandler``); a quick
+:class:`~library_ioa.plugins.a2a.server.fast.codec.PlainSend` the JSON-RPC route uses and calls
+the request handler's ``on_plain_send`` (``handler.FastSendHandler``); a quick
 answer's response is built directly (:func:`send_response`), byte for byte what the SDK's
 servicer sends for the same ``Message``.
 
@@ -33,7 +33,7 @@ from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.types import Message, Role, SendMessageRequest, SendMessageResponse, Task
 from a2a.utils.errors import A2AError
 
-from library_ioa.plugins.a2a.server.codec import PlainSend
+from library_ioa.plugins.a2a.server.fast.codec import PlainSend
 from library_ioa.plugins.a2a.server.publisher import QuickAnswer
 
 __all__ = ["FastGrpcHandler", "plain_send_of", "send_response"]

@@ -33,7 +33,7 @@ save. The SDK's store copies on the way in and again on the way out, and measure
 size by serializing a third time; here a write costs one serialization. The state, the
 context id and the status timestamp are kept beside the bytes, so ``ListTasks`` parses
 only the page it returns and the final-state guard
-(:class:`~library_ioa.plugins.a2a.server.final_state.FinalStateTaskStore`) learns the
+(:class:`~library_ioa.plugins.a2a.server.stores.final_state.FinalStateTaskStore`) learns the
 stored state without reading the task (:meth:`BoundedMemoryTaskStore.stored_state`).
 
 Tasks are kept per owner (the SDK's owner scoping); the bookkeeping here is keyed by owner
@@ -64,8 +64,8 @@ from a2a.utils.task import (
 from google.protobuf.timestamp_pb2 import Timestamp
 from prometheus_client import Counter
 
-from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.metrics import A2A_REGISTRY
+from library_ioa.plugins.a2a.server.stores.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from mas.infra.models import (
     DEFAULT_MEMORY_MAX_BYTES,
     DEFAULT_MEMORY_MAX_TASKS,

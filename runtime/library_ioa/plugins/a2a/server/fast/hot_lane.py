@@ -3,10 +3,10 @@ front of the Starlette app.
 
 Under load most requests an agent gets are one shape: a JSON-RPC POST of one 1.0
 ``SendMessage`` (or ``SendStreamingMessage``) that starts a new task. The fast route
-(:mod:`~library_ioa.plugins.a2a.server.fast_jsonrpc`) answers it without the SDK's
+(:mod:`~library_ioa.plugins.a2a.server.fast.jsonrpc`) answers it without the SDK's
 dispatcher, but the request still went through four ASGI layers that change nothing for
 it: :class:`~library_ioa.plugins.a2a.corrections.HttpCorrections`,
-:class:`~library_ioa.plugins.a2a.server.limits.RequestLimits` (which parses the body once
+:class:`~library_ioa.plugins.a2a.server.transport.limits.RequestLimits` (which parses the body once
 more), and Starlette's error and exception middleware, router and request/response
 wrappers. Profiled under wrk, those were about a fifth of the request.
 
@@ -21,7 +21,7 @@ every one of them would pass it through untouched:
   body, and a chunked one is read by it);
 - a body that is one JSON-RPC object with exactly ``jsonrpc`` ``"2.0"``, ``method`` (one of
   the two), a string or integer ``id`` and object ``params``, nested no deeper than
-  ``RequestLimits`` allows (:func:`~library_ioa.plugins.a2a.server.fast_jsonrpc.hot_body`;
+  ``RequestLimits`` allows (:func:`~library_ioa.plugins.a2a.server.fast.jsonrpc.hot_body`;
   orjson refuses what the stdlib parser would also refuse, and a few things it would
   accept, such as a lone surrogate escape: those take the long way);
 - params the fast endpoint answers itself (it returns ``None`` for any it leaves to the
@@ -45,13 +45,13 @@ from starlette.routing import BaseRoute
 
 from library_ioa.plugins.a2a.corrections import ASGIApp, Message, Receive, Scope, Send
 from library_ioa.plugins.a2a.server.auth import redact_credentials
-from library_ioa.plugins.a2a.server.fast_jsonrpc import (
+from library_ioa.plugins.a2a.server.fast.jsonrpc import (
     HOT_VERSION,
     FastJsonRpcEndpoint,
     fast_endpoint,
     hot_body,
 )
-from library_ioa.plugins.a2a.server.limits import (
+from library_ioa.plugins.a2a.server.transport.limits import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_DEPTH,
     depth_exceeds,

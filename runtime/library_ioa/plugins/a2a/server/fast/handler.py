@@ -14,7 +14,7 @@ runs the turn on the mailbox itself and waits up to the executor's ``message_gra
   one, one text part, no ``taskId``); as with the SDK, no task is stored;
 - anything else (the grace runs out, an artifact, a delegation, another end): the turn,
   its ticket already taken, runs on a
-  :class:`~library_ioa.plugins.a2a.server.fast_stream.StreamRun` (below) instead of the
+  :class:`~library_ioa.plugins.a2a.server.fast.stream.StreamRun` (below) instead of the
   SDK's ``ActiveTask``, so the executor publishes its events exactly as it would have (the
   task, its updates, the store, push, cancel, resubscribe) without running the turn twice,
   and the answer is what the SDK's blocking send answers: the task once it is in a
@@ -22,7 +22,7 @@ runs the turn on the mailbox itself and waits up to the executor's ``message_gra
 - a full mailbox: the request goes to the SDK's handler, whose executor fails the task.
 
 A streaming send of a new task with the same conditions (and the streaming capability)
-runs on a :class:`~library_ioa.plugins.a2a.server.fast_stream.StreamRun` too: the same
+runs on a :class:`~library_ioa.plugins.a2a.server.fast.stream.StreamRun` too: the same
 events, stores, pushes and errors as an ``ActiveTask`` (see that module). While a run
 (streamed or blocking) goes on, this handler answers ``CancelTask`` and ``SubscribeToTask``
 of its task from it, and queues a message naming its task behind its turn as the SDK
@@ -68,7 +68,6 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import apply_history_length, validate_history_length
 
 from library_ioa.plugins.a2a.server import sdk_internals
-from library_ioa.plugins.a2a.server.codec import PLAIN_SEND_STATE, PlainSend, has_required_fields
 from library_ioa.plugins.a2a.server.executor import (
     ADOPTED_STATE,
     STREAMING_STATE,
@@ -76,7 +75,12 @@ from library_ioa.plugins.a2a.server.executor import (
     TurnMailbox,
     turn_from_message,
 )
-from library_ioa.plugins.a2a.server.fast_stream import (
+from library_ioa.plugins.a2a.server.fast.codec import (
+    PLAIN_SEND_STATE,
+    PlainSend,
+    has_required_fields,
+)
+from library_ioa.plugins.a2a.server.fast.stream import (
     Event,
     Listener,
     StreamLimits,
@@ -84,11 +88,11 @@ from library_ioa.plugins.a2a.server.fast_stream import (
     bounded_events,
     events_of,
 )
-from library_ioa.plugins.a2a.server.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
 from library_ioa.plugins.a2a.server.ids import random_uuid
 from library_ioa.plugins.a2a.server.principals import owned_session, owner_of
 from library_ioa.plugins.a2a.server.publisher import QuickAnswer, TurnTicketLike, quick_answer
+from library_ioa.plugins.a2a.server.stores.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import TextDelta, TurnEnded, TurnEvent, TurnInput
 
@@ -180,12 +184,12 @@ class FastSendHandler(CountingRequestHandler):
         **kwargs: Any,
     ) -> None:
         """The SDK handler's arguments, plus the mailbox (``None``: the SDK path only) and
-        each stream listener's bounds (``fast_stream.StreamLimits``)."""
+        each stream listener's bounds (``stream.StreamLimits``)."""
         super().__init__(executor, *args, **kwargs)
         self.stream_limits = stream_limits or StreamLimits(agent_id=self.agent_id)
         self._executor = executor
         self._mailbox = mailbox
-        self._runs: dict[str, StreamRun] = {}  # streamed new tasks still running (fast_stream)
+        self._runs: dict[str, StreamRun] = {}  # streamed new tasks still running (fast/stream.py)
 
     async def on_message_send(self, params: Any, context: Any) -> Any:
         context.state[STREAMING_STATE] = False
@@ -321,7 +325,7 @@ class FastSendHandler(CountingRequestHandler):
             return replay
         return end.text
 
-    # -- streaming: a new task's streamed turn on a StreamRun (fast_stream.py) ------------
+    # -- streaming: a new task's streamed turn on a StreamRun (fast/stream.py) ------------
 
     def _stream_eligible(self, params: Any) -> bool:
         return (
