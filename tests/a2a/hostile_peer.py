@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from tests.ports import free_port
 
-from library_ioa.plugins.a2a.server.listeners import HttpListener
+from library_ioa.serving.listeners import HttpListener
 
 PEER_WORDS = "the peer's own words"
 NAIVE_TIME = "2026-03-01T12:00:00.123456"  # ISO 8601 without a UTC offset

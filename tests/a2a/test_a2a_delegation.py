@@ -28,7 +28,7 @@ from starlette.routing import Route
 from tests.fast_path import FAST_PATH, fast_path_document
 
 from library_ioa.plugins.a2a.agent_comm import A2AAgentComm
-from library_ioa.plugins.a2a.server.listeners import HttpListener
+from library_ioa.serving.listeners import HttpListener
 from mas.ctl.session.exposure import bind_listeners
 from mas.ctl.session.host import RuntimeHost
 from mas.infra.wiring import wire

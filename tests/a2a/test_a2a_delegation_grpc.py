@@ -18,7 +18,7 @@ from test_a2a_delegation import outbound
 from tests.security.security_support import AUTH, BEARER_REF, echo_endpoint, serve
 
 from library_ioa.plugins.a2a.agent_comm import A2AAgentComm, grpc_interface
-from library_ioa.plugins.a2a.server.listeners import HttpListener
+from library_ioa.serving.listeners import HttpListener
 from mas.infra.secrets import secret_env_name
 from mas.runtime.errors import PeerProtocolError
 

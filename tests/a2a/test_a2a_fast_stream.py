@@ -32,8 +32,8 @@ from starlette.routing import Route
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
 from library_ioa.plugins.a2a.server.fast.stream import StreamRun
-from library_ioa.plugins.a2a.server.listeners import HttpListener
 from library_ioa.plugins.a2a.server.publisher import TurnPublisher
+from library_ioa.serving.listeners import HttpListener
 from mas.ctl.session.mailbox import SessionTurnMailbox
 from mas.infra.models import AgentManifest
 from mas.runtime.turns import TurnEnded, TurnEvent, TurnInput

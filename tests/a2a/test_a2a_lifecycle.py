@@ -38,7 +38,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from library_ioa.plugins.a2a.server.listeners import HttpListener
+from library_ioa.serving.listeners import HttpListener
 
 pytestmark = pytest.mark.integration
 

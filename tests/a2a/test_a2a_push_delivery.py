@@ -31,8 +31,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from library_ioa.plugins.a2a.server.listeners import HttpListener
 from library_ioa.plugins.a2a.server.push.delivery import QueuedPushSender, shown_url
+from library_ioa.serving.listeners import HttpListener
 
 pytestmark = [pytest.mark.timeout(60)]
 

@@ -1,5 +1,5 @@
 """gRPC listener limits on real loopback sockets: open connections, handshake and idle time
-(library_ioa.plugins.a2a.server.grpc_guard), and the open-files limit of a serving process."""
+(library_ioa.serving.grpc_guard), and the open-files limit of a serving process."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from a2a.types import SendMessageRequest, a2a_pb2_grpc
 from security_support import echo_endpoint, serve
 
-from library_ioa.plugins.a2a.server.grpc_guard import GrpcLimits, grpc_connection_options
+from library_ioa.serving.grpc_guard import GrpcLimits, grpc_connection_options
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.integration]
 
@@ -169,7 +169,7 @@ def test_the_options_state_the_limits() -> None:
 def test_a_serving_process_raises_its_open_files_limit_to_the_hard_one() -> None:
     script = (
         "import resource\n"
-        "from library_ioa.plugins.a2a.server.listeners import raise_open_file_limit\n"
+        "from library_ioa.serving.listeners import raise_open_file_limit\n"
         "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))\n"
         "print(raise_open_file_limit(), resource.getrlimit(resource.RLIMIT_NOFILE) == "

@@ -1,6 +1,6 @@
 """HTTP listener limits on bodies and responses, on real loopback sockets: body time, an
 early answer, connections per client and a client that never reads
-(library_ioa.plugins.a2a.server.http_guard)."""
+(library_ioa.serving.http_guard)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from tests.ports import free_port
 
-from library_ioa.plugins.a2a.server.http_guard import LINGER, HttpLimits, client_key
-from library_ioa.plugins.a2a.server.listeners import HttpListener
+from library_ioa.serving.http_guard import LINGER, HttpLimits, client_key
+from library_ioa.serving.listeners import HttpListener
 
 pytestmark = [pytest.mark.timeout(90)]
 

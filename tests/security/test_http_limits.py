@@ -1,5 +1,5 @@
 """HTTP listener limits on real loopback sockets: head size, header count, head time, idle
-time and open connections (library_ioa.plugins.a2a.server.http_guard)."""
+time and open connections (library_ioa.serving.http_guard)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from library_ioa.plugins.a2a.server.http_guard import DEFAULT_HTTP_LIMITS, HttpLimits
-from library_ioa.plugins.a2a.server.listeners import HttpListener
+from library_ioa.serving.http_guard import DEFAULT_HTTP_LIMITS, HttpLimits
+from library_ioa.serving.listeners import HttpListener
 
 pytestmark = [pytest.mark.timeout(60)]
 

@@ -14,7 +14,7 @@ from security_support import API_KEY_HEADER, AUTH, V1, Secrets, echo_endpoint, r
 from tests.security.served_process import app_document
 
 from library_ioa.plugins.a2a.exposure import A2AExposure
-from library_ioa.plugins.a2a.server.auth import Authenticator, Credential
+from library_ioa.serving.auth import Authenticator, Credential
 from mas.ctl.cli import main
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.integration]

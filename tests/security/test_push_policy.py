@@ -17,8 +17,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from tests.security.served_process import app_document, serve_process
 
-from library_ioa.plugins.a2a.server.listeners import HttpListener
 from library_ioa.plugins.a2a.server.push.url_policy import PushUrlPolicy, address_is_public
+from library_ioa.serving.listeners import HttpListener
 from mas.infra.conformance import PROBE_PUSH_HOST, PROBE_PUSH_URL
 
 pytestmark = [pytest.mark.timeout(240)]  # two cold mas-ctl serve in one test

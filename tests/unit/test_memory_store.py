@@ -22,12 +22,12 @@ from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import apply_history_length, encode_page_token
 from pydantic import ValidationError
 
-from library_ioa.plugins.a2a.server.principals import Principal
 from library_ioa.plugins.a2a.server.stores.final_state import FinalStateTaskStore
 from library_ioa.plugins.a2a.server.stores.memory import (
     TASK_STORE_EVICTIONS,
     BoundedMemoryTaskStore,
 )
+from library_ioa.serving.principals import Principal
 from mas.infra.models import TaskStoreOptions
 
 pytestmark = [pytest.mark.timeout(30)]

@@ -18,7 +18,8 @@ The rules (the spec's "AgentCard" section):
   (the default) the same URLs are listed again for protocol 0.3, which the server also
   answers, so that 0.3 clients find ``url`` and ``preferredTransport`` on the card.
 - ``securitySchemes`` / ``securityRequirements`` from the endpoint's ``a2a.auth``: one
-  scheme each, any one suffices (``server/auth.py``); no credential is ever on the card.
+  scheme each, any one suffices (``library_ioa/serving/auth.py``); no credential is ever on
+  the card.
 - The extended card (:func:`extended_card`, ``GetExtendedAgentCard``, only past
   authentication when ``a2a.auth`` is set) is served when ``extendedAgentCard`` is on: the
   public card plus the skills of ``a2a.extended_skills``.
@@ -35,7 +36,7 @@ from a2a.types import (
 )
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_CURRENT, TransportProtocol
 
-from library_ioa.plugins.a2a.server.auth import card_security
+from library_ioa.serving.auth import card_security
 from mas.infra.addresses import normalize_url, parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint, Skill
 
@@ -155,7 +156,7 @@ def agent_card_from_manifest(
         default_output_modes=list(DEFAULT_MODES),
         skills=_skills(manifest, name, description),
     )
-    if endpoint.a2a.auth is not None:  # declared on the public card; enforced by server/auth
+    if endpoint.a2a.auth is not None:  # declared on the public card; enforced by serving/auth
         schemes, requirements = card_security(endpoint.a2a.auth)
         for name, scheme in schemes.items():
             card.security_schemes[name].CopyFrom(scheme)

@@ -48,24 +48,18 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Iterable
 from email.utils import formatdate
-from typing import Any
 
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, VERSION_HEADER
 from a2a.utils.errors import VersionNotSupportedError
 from packaging.version import InvalidVersion, Version
 
-from library_ioa.plugins.a2a.server.json_answers import send_json
 from library_ioa.plugins.a2a.server.list_pages import status_refusal
+from library_ioa.serving.asgi import ASGIApp, Message, Receive, Scope, Send
+from library_ioa.serving.json_answers import send_json
 
 logger = logging.getLogger(__name__)
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 A2A_JSON = b"application/a2a+json"
 CONTENT_TYPE_NOT_SUPPORTED = -32005

@@ -31,7 +31,7 @@ unless ``allow_private`` or ``allowed_hosts``); a ``push_url_validator`` given h
 it (``mas-ctl serve --public-push-urls-only`` passes the SDK's strict validator). Bodies pass
 :class:`~library_ioa.plugins.a2a.server.transport.limits.RequestLimits`
 (``a2a.max_body_bytes``), and with ``a2a.auth`` every transport but the card requires a
-credential (``server/auth.py``).
+credential (``library_ioa/serving/auth.py``).
 See ``docs/security.md``.
 
 The bind host is distinct from the advertised URL: in a pod the URL is the Service DNS
@@ -53,7 +53,7 @@ import a2a.client  # noqa: F401  # first: see library_ioa.plugins.a2a.__init__
 import httpx
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.types import AgentCard
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -66,11 +66,6 @@ from library_ioa.plugins.a2a.agentcard import (
     grpc_target,
 )
 from library_ioa.plugins.a2a.corrections import HttpCorrections
-from library_ioa.plugins.a2a.server.auth import (
-    Authenticator,
-    HttpAuth,
-    resolve_credentials,
-)
 from library_ioa.plugins.a2a.server.executor import (
     DEFAULT_MESSAGE_GRACE,
     MasLabAgentExecutor,
@@ -80,10 +75,7 @@ from library_ioa.plugins.a2a.server.fast.handler import FastSendHandler
 from library_ioa.plugins.a2a.server.fast.hot_lane import hot_lane
 from library_ioa.plugins.a2a.server.fast.jsonrpc import create_fast_jsonrpc_routes
 from library_ioa.plugins.a2a.server.fast.stream import StreamLimits
-from library_ioa.plugins.a2a.server.http_guard import HttpLimits
 from library_ioa.plugins.a2a.server.list_pages import ListLimits
-from library_ioa.plugins.a2a.server.listeners import HttpListener, ListenError
-from library_ioa.plugins.a2a.server.metrics import render
 from library_ioa.plugins.a2a.server.push.configs import CappedPushConfigStore
 from library_ioa.plugins.a2a.server.push.delivery import QueuedPushSender
 from library_ioa.plugins.a2a.server.push.url_policy import PushUrlPolicy
@@ -95,6 +87,14 @@ from library_ioa.plugins.a2a.server.stores.endpoint import (
 from library_ioa.plugins.a2a.server.tracing import HttpTracing
 from library_ioa.plugins.a2a.server.transport.limits import RequestLimits
 from library_ioa.plugins.a2a.server.transport.stream_errors import EarlyStreamErrors
+from library_ioa.serving.auth import (
+    Authenticator,
+    HttpAuth,
+    resolve_credentials,
+)
+from library_ioa.serving.http_guard import HttpLimits
+from library_ioa.serving.listeners import HttpListener, ListenError
+from library_ioa.serving.metrics import metrics_route
 from mas.infra.addresses import parse_advertised_url
 from mas.infra.models import AgentManifest, Endpoint
 from mas.runtime.agent import Agent
@@ -102,20 +102,11 @@ from mas.telemetry import tracing
 from mas.telemetry.httpclient import TracingTransport
 
 if TYPE_CHECKING:
-    from library_ioa.plugins.a2a.server.grpc_listener import GrpcListener
+    from library_ioa.serving.grpc_listener import GrpcListener
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["A2AExposure", "ListenError", "metrics_route"]
-
-
-def metrics_route(registries: Sequence[CollectorRegistry]) -> Route:
-    """``GET /metrics``: the Prometheus text exposition of ``registries``."""
-
-    async def metrics(_: Request) -> Response:
-        return Response(render(registries), media_type=CONTENT_TYPE_LATEST)
-
-    return Route("/metrics", metrics, methods=["GET"])
+__all__ = ["A2AExposure", "ListenError"]
 
 
 def push_client(connections: int) -> httpx.AsyncClient:

@@ -19,14 +19,14 @@ from a2a.server.request_handlers.grpc_handler import GrpcHandler
 from a2a.types import a2a_pb2_grpc
 
 from library_ioa.plugins.a2a.grpc_corrections import GrpcVersionCheck
-from library_ioa.plugins.a2a.server.auth import Authenticator
 from library_ioa.plugins.a2a.server.fast.grpc_handler import FastGrpcHandler
-from library_ioa.plugins.a2a.server.grpc_auth import GrpcAuth, GrpcPrincipals
-from library_ioa.plugins.a2a.server.grpc_guard import GrpcLimits
-from library_ioa.plugins.a2a.server.grpc_listener import GrpcListener
 from library_ioa.plugins.a2a.server.grpc_tracing import GrpcTracing
 from library_ioa.plugins.a2a.server.transport.grpc_decode import GrpcDecodeCheck
 from library_ioa.plugins.a2a.server.transport.limits import grpc_options
+from library_ioa.serving.auth import Authenticator
+from library_ioa.serving.grpc_auth import GrpcAuth, GrpcPrincipals
+from library_ioa.serving.grpc_guard import GrpcLimits
+from library_ioa.serving.grpc_listener import GrpcListener
 from mas.infra.addresses import parse_grpc_address
 from mas.infra.models import Endpoint
 from mas.telemetry import tracing

@@ -50,7 +50,7 @@ from mcp_types import (
     TextContent,
 )
 
-from library_ioa.plugins.a2a.server.principals import Principal, owned_session
+from library_ioa.serving.principals import Principal, owned_session
 from mas.infra.models import AgentManifest
 from mas.runtime.errors import MailboxError
 from mas.runtime.turns import (

@@ -13,10 +13,10 @@ exposure; the A2A-only ones (``grpc``, ``push_url_validator``) do not apply and 
 With the agent's ``a2a.auth`` (every door of an agent enforces its one auth, whichever
 endpoint row declares it) every request but the probes and ``/metrics`` must present one of
 its credentials, exactly as on the A2A door (the same
-:class:`~library_ioa.plugins.a2a.server.auth.HttpAuth`): without one, HTTP 401 with the
+:class:`~library_ioa.serving.auth.HttpAuth`): without one, HTTP 401 with the
 ``WWW-Authenticate`` challenge and a JSON-RPC error (-32600) before the MCP server reads
 the request. The scheme that matched is the principal; the ``session`` a tool call names
-is that principal's own (:func:`~library_ioa.plugins.a2a.server.principals.owned_session`),
+is that principal's own (:func:`~library_ioa.serving.principals.owned_session`),
 as a ``contextId`` is on the A2A door.
 
 The bind host is distinct from the advertised URL, as for A2A. On a loopback bind host the
@@ -35,11 +35,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from library_ioa.plugins.a2a.server.auth import Authenticator, HttpAuth, resolve_credentials
-from library_ioa.plugins.a2a.server.http_guard import HttpLimits
-from library_ioa.plugins.a2a.server.listeners import HttpListener
-from library_ioa.plugins.a2a.server.metrics import render
 from library_ioa.plugins.mcp.agent_tools import add_agent_tools
+from library_ioa.serving.auth import Authenticator, HttpAuth, resolve_credentials
+from library_ioa.serving.http_guard import HttpLimits
+from library_ioa.serving.listeners import HttpListener
+from library_ioa.serving.metrics import render
 from mas.infra.addresses import normalize_url, parse_advertised_url
 from mas.infra.models import AgentManifest, Endpoint
 

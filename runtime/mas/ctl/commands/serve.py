@@ -47,7 +47,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from library_ioa.plugins.a2a.sdk_extras import extras_used, load_sdk
-from library_ioa.plugins.a2a.server.listeners import (
+from library_ioa.serving.listeners import (
     HttpListener,
     ListenError,
     event_loop_factory,
@@ -156,7 +156,7 @@ def check_servable(wired: Wired, agent: str) -> None:
 
 
 def _metrics_app(registries: list[CollectorRegistry]) -> Starlette:
-    from library_ioa.plugins.a2a.exposure import metrics_route  # loaded by the exposure by now
+    from library_ioa.serving.metrics import metrics_route  # loaded by the exposure by now
 
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"})

@@ -53,8 +53,8 @@ from a2a.types import (
 from a2a.utils.errors import UnsupportedOperationError
 
 from library_ioa.plugins.a2a.parts import data_of, mas_metadata
-from library_ioa.plugins.a2a.server.principals import owned_session, owner_of
 from library_ioa.plugins.a2a.server.publisher import TurnPublisher, TurnTicketLike
+from library_ioa.serving.principals import owned_session, owner_of
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import (
     TurnInput,

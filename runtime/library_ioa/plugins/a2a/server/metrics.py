@@ -6,9 +6,7 @@ turn, queue-depth, latency and delegation metrics, so one ``/metrics`` shows the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import Counter, Histogram
 
 from mas.runtime.metrics import REGISTRY
 
@@ -29,8 +27,3 @@ A2A_REQUEST_SECONDS = Histogram(
     registry=A2A_REGISTRY,
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
-
-
-def render(registries: Iterable[CollectorRegistry]) -> bytes:
-    """The text exposition of every registry, one after the other."""
-    return b"".join(generate_latest(registry) for registry in registries)

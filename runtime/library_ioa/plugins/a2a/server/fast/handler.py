@@ -90,9 +90,9 @@ from library_ioa.plugins.a2a.server.fast.stream import (
 )
 from library_ioa.plugins.a2a.server.handler import CountingRequestHandler
 from library_ioa.plugins.a2a.server.ids import random_uuid
-from library_ioa.plugins.a2a.server.principals import owned_session, owner_of
 from library_ioa.plugins.a2a.server.publisher import QuickAnswer, TurnTicketLike, quick_answer
 from library_ioa.plugins.a2a.server.stores.final_state import INTERRUPTED_STATES, TERMINAL_STATES
+from library_ioa.serving.principals import owned_session, owner_of
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import TextDelta, TurnEnded, TurnEvent, TurnInput
 

@@ -43,8 +43,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import BaseRoute
 
-from library_ioa.plugins.a2a.corrections import ASGIApp, Message, Receive, Scope, Send
-from library_ioa.plugins.a2a.server.auth import redact_credentials
 from library_ioa.plugins.a2a.server.fast.jsonrpc import (
     HOT_VERSION,
     FastJsonRpcEndpoint,
@@ -57,6 +55,8 @@ from library_ioa.plugins.a2a.server.transport.limits import (
     depth_exceeds,
     is_json_media,
 )
+from library_ioa.serving.asgi import ASGIApp, Message, Receive, Scope, Send
+from library_ioa.serving.auth import redact_credentials
 
 __all__ = ["HotLane", "hot_lane"]
 

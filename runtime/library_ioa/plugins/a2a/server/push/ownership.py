@@ -2,7 +2,7 @@
 
 With ``a2a.auth`` a task belongs to the principal that created it, and the SDK's stores
 scope by principal: another principal attaching a config to it gets ``TaskNotFoundError``
-(:mod:`library_ioa.plugins.a2a.server.principals`).
+(:mod:`library_ioa.serving.principals`).
 
 Without ``a2a.auth`` every caller is the same anonymous principal, so that scoping proves
 nothing, and the A2A request that attaches a config to an existing task

@@ -36,7 +36,7 @@ from sqlalchemy import Column, Float, MetaData, String, Table, delete, select, u
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from library_ioa.plugins.a2a.server.principals import Principal
+from library_ioa.serving.principals import Principal
 
 logger = logging.getLogger(__name__)
 

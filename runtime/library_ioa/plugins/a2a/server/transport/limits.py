@@ -62,19 +62,12 @@ from a2a.utils.errors import (
     InvalidRequestError,
 )
 
-from library_ioa.plugins.a2a.corrections import (
-    ASGIApp,
-    Message,
-    Receive,
-    Scope,
-    Send,
-    serves_0_3,
-    v03_version_refusal,
-)
-from library_ioa.plugins.a2a.server.auth import redact_credentials
-from library_ioa.plugins.a2a.server.json_answers import send_json
+from library_ioa.plugins.a2a.corrections import serves_0_3, v03_version_refusal
 from library_ioa.plugins.a2a.server.list_pages import status_refusal
 from library_ioa.plugins.a2a.server.transport.compat_params import is_v03_method, v03_params_refusal
+from library_ioa.serving.asgi import ASGIApp, Message, Receive, Scope, Send
+from library_ioa.serving.auth import redact_credentials
+from library_ioa.serving.json_answers import send_json
 
 logger = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 
 With ``a2a.auth`` each scheme of the endpoint is a principal, named by its id on the card
 (``bearer``, ``apiKey``, ``bearer2``, ...): whoever presents that credential. After
-:class:`~library_ioa.plugins.a2a.server.auth.HttpAuth` or the gRPC builder
-(:class:`~library_ioa.plugins.a2a.server.grpc_auth.GrpcPrincipals`) has
+:class:`~library_ioa.serving.auth.HttpAuth` or the gRPC builder
+(:class:`~library_ioa.serving.grpc_auth.GrpcPrincipals`) has
 matched a credential, the request's ``ServerCallContext.user`` is that principal, and the
 SDK's stores scope by it (their ``owner_resolver`` is ``context.user.user_name``): a task
 and its push-notification configs belong to the principal that created the task. Another

@@ -4,10 +4,10 @@
 :class:`ListenError` (uvicorn would log and ``sys.exit``), port 0 works, and the bound port
 is known before the first request. It never installs signal handlers: the process that
 hosts it (``mas-ctl serve``, a test) owns signals. Every HTTP listener (A2A with its
-probes, metrics, a test's receiver) enforces its ``HttpLimits`` (``server/http_guard.py``):
+probes, metrics, a test's receiver) enforces its ``HttpLimits`` (``serving/http_guard.py``):
 request-head size and count (431), head and body time (408), a response the client does
 not read (send time), keep-alive idle time and open connections, in all and per client
-(503). The gRPC listener enforces its ``GrpcLimits`` (``server/grpc_guard.py``): open
+(503). The gRPC listener enforces its ``GrpcLimits`` (``serving/grpc_guard.py``): open
 connections, handshake and idle time. :func:`raise_open_file_limit` lets a serving process
 use every file descriptor it is allowed.
 """
@@ -24,7 +24,7 @@ from collections.abc import Callable, Generator
 import uvicorn
 from starlette.types import ASGIApp
 
-from library_ioa.plugins.a2a.server.http_guard import (
+from library_ioa.serving.http_guard import (
     DEFAULT_HTTP_LIMITS,
     HttpLimits,
     uvicorn_options,

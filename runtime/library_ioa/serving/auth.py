@@ -20,7 +20,7 @@ the time taken says nothing about which one nearly matched.
   scheme and one ``securityRequirements`` alternative per scheme (any one suffices).
 
 The scheme that matched is the request's principal, and a task belongs to the principal
-that created it (:mod:`library_ioa.plugins.a2a.server.principals`).
+that created it (:mod:`library_ioa.serving.principals`).
 
 No credential, expected or presented, is ever logged; past the check, the credential
 headers are replaced by ``[redacted]`` (:func:`redact_credentials`) because the SDK logs a
@@ -45,9 +45,9 @@ from a2a.types import (
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
-from library_ioa.plugins.a2a.corrections import ASGIApp, Receive, Scope, Send
-from library_ioa.plugins.a2a.server.json_answers import send_json
-from library_ioa.plugins.a2a.server.principals import Principal
+from library_ioa.serving.asgi import ASGIApp, Receive, Scope, Send
+from library_ioa.serving.json_answers import send_json
+from library_ioa.serving.principals import Principal
 from mas.infra.models import A2AAuth, AuthScheme
 from mas.infra.secrets import secret_env_name
 

@@ -14,8 +14,8 @@ import grpc
 from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder
 
-from library_ioa.plugins.a2a.server.auth import Authenticator
-from library_ioa.plugins.a2a.server.principals import Principal
+from library_ioa.serving.auth import Authenticator
+from library_ioa.serving.principals import Principal
 
 logger = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import grpc
 
-from library_ioa.plugins.a2a.server.grpc_guard import (
+from library_ioa.serving.grpc_guard import (
     DEFAULT_GRPC_LIMITS,
     GrpcLimits,
     grpc_connection_options,
 )
-from library_ioa.plugins.a2a.server.listeners import ListenError, bind_socket
+from library_ioa.serving.listeners import ListenError, bind_socket
 
 
 class GrpcListener:
