@@ -41,7 +41,7 @@ from mas_operator.names import (
     METRICS_PORT,
     child_name,
 )
-from mas_operator.volumes import sqlite_problems
+from mas_operator.sqlite_files import sqlite_problems
 
 _T = TypeVar("_T")
 
