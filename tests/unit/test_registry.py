@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from mas.infra.plugins import BUILTINS
 from mas.runtime.errors import PluginConfigError, PluginLoadError, UnknownPlugin
-from mas.runtime.registry import BUILTINS, Registry, builtin_registry
+from mas.runtime.registry import Registry, builtin_registry
 
 
 class EchoComm:

@@ -27,33 +27,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from mas.infra.plugins import BUILTINS, CATEGORIES, ENTRY_POINT_GROUP
 from mas.infra.validation import KnownPlugins
 from mas.runtime.errors import PluginConfigError, PluginLoadError, UnknownPlugin
 
-ENTRY_POINT_GROUP = "mas.plugins"
-CATEGORIES = ("agent_comm", "agent_expose", "model", "tool_source")
-
 Factory = Callable[..., Any]
-
-BUILTINS: dict[str, dict[str, str]] = {
-    "agent_comm": {
-        "local": "mas.runtime.comm.local:LocalAgentComm",
-        "a2a": "library_ioa.plugins.a2a.agent_comm:A2AAgentComm",
-    },
-    "agent_expose": {
-        "a2a": "library_ioa.plugins.a2a.exposure:A2AExposure",
-        "mcp": "library_ioa.plugins.mcp.exposure:MCPExposure",
-    },
-    "model": {
-        "echo": "mas.runtime.models.echo:EchoModel",
-        "scripted": "mas.runtime.models.scripted:ScriptedModel",
-        "openai": "mas.runtime.models.openai:OpenAIModel",
-        "anthropic": "mas.runtime.models.anthropic:AnthropicModel",
-    },
-    "tool_source": {
-        "mcp": "library_ioa.plugins.mcp.tool_source:MCPToolSource",
-    },
-}
 
 
 @dataclass
