@@ -32,9 +32,9 @@ from mas.infra.incluster import (
 )
 from mas.infra.model_choice import model_choice
 from mas.infra.models import Application, Endpoint, SecretKeyRef
+from mas.infra.plugins import installed_plugins
 from mas.infra.routes import Route, agent_auth
 from mas.infra.wiring import Wired, wire
-from mas.runtime.registry import default_registry
 from mas_operator.names import (
     CARD_PATH,
     DEFAULT_HTTP_PORT,
@@ -230,7 +230,7 @@ def plan_application(document: Mapping[str, Any], namespace: str | None = None) 
     ns = namespace or metadata.get("namespace") or "default"
     urls = cluster_document(document, ns)
     filled = urls.document
-    wired = wire(filled, default_registry().known_plugins(), require_urls=False)
+    wired = wire(filled, installed_plugins(), require_urls=False)
     problems = _port_problems(wired.app) + sqlite_problems(wired.app)
     if problems:
         raise ApplicationInvalid(problems)

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from mas.infra.plugins import BUILTINS
+from mas.infra.errors import PluginNameError
+from mas.infra.plugins import BUILTINS, installed_plugins
 from mas.runtime.errors import PluginConfigError, PluginLoadError, UnknownPlugin
 from mas.runtime.registry import Registry, builtin_registry
 
@@ -121,3 +122,20 @@ def test_malformed_entry_point_name_is_an_error(plugin_dist: Path) -> None:
     info.write_text("[mas.plugins]\npigeon = maslab_testplug:Comm\n")
     with pytest.raises(PluginLoadError, match=r"must be named <category>.<name>"):
         Registry().load_entry_points()
+
+
+def test_installed_plugins_names_what_the_registry_would_load(plugin_dist: Path) -> None:
+    """The operator validates with ``installed_plugins`` (no runtime import): the same names."""
+    registry = builtin_registry()
+    registry.load_entry_points()
+    known = installed_plugins()
+    assert "pigeon" in known.agent_comm and "missing" in known.model
+    assert known == registry.known_plugins()
+    assert "maslab_testplug" not in sys.modules  # names only, nothing imported
+
+
+def test_installed_plugins_refuses_a_malformed_entry_point(plugin_dist: Path) -> None:
+    info = plugin_dist / "maslab_testplug-1.0.dist-info" / "entry_points.txt"
+    info.write_text("[mas.plugins]\npigeon = maslab_testplug:Comm\n")
+    with pytest.raises(PluginNameError, match=r"'pigeon' = 'maslab_testplug:Comm' .* <category>"):
+        installed_plugins()

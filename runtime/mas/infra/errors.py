@@ -7,6 +7,7 @@ The tree::
     ├── DocumentError           a file that cannot be read, is past a document limit
     │                           (mas.infra.guarded_yaml) or is not a YAML mapping (usage error)
     ├── OverrideError           a malformed --bind / --override / --infra-ref argument (usage error)
+    ├── PluginNameError         an installed plugin entry point not named <category>.<name>
     └── ApplicationInvalid      the document parsed but breaks one or more rules (all listed)
         └── WiringError         one or more delegates_to targets resolve to nothing
 
@@ -60,6 +61,10 @@ class DocumentError(InfraError):
 
 class OverrideError(InfraError):
     """A command-line edit of the document is malformed."""
+
+
+class PluginNameError(InfraError):
+    """An entry point of the plugin group is not named ``<category>.<name>``."""
 
 
 class ApplicationInvalid(InfraError):

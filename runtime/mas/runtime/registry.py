@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from mas.infra.plugins import BUILTINS, CATEGORIES, ENTRY_POINT_GROUP
+from mas.infra.errors import PluginNameError
+from mas.infra.plugins import BUILTINS, CATEGORIES, ENTRY_POINT_GROUP, entry_point_key
 from mas.infra.validation import KnownPlugins
 from mas.runtime.errors import PluginConfigError, PluginLoadError, UnknownPlugin
 
@@ -154,12 +155,10 @@ class Registry:
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Register every entry point of ``group``; a malformed name is an error naming it."""
         for ep in metadata.entry_points(group=group):
-            category, dot, name = ep.name.partition(".")
-            if not dot or not name:
-                raise PluginLoadError(
-                    f"entry point {ep.name!r} = {ep.value!r} in group {group!r} must be named "
-                    f"<category>.<name>; categories: {', '.join(CATEGORIES)}"
-                )
+            try:
+                category, name = entry_point_key(ep.name, ep.value, group)
+            except PluginNameError as exc:
+                raise PluginLoadError(str(exc)) from exc
             dist = getattr(getattr(ep, "dist", None), "name", None) or "unknown distribution"
             entry = _Entry(category, name, f"entry point of {dist}", ep.value, entry_point=ep)
             self._entries.setdefault(category, {})[name] = entry
