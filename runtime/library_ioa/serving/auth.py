@@ -45,6 +45,7 @@ from a2a.types import (
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
+from library_ioa.errors import LibraryError
 from library_ioa.serving.asgi import ASGIApp, Receive, Scope, Send
 from library_ioa.serving.json_answers import send_json
 from library_ioa.serving.principals import Principal
@@ -73,7 +74,7 @@ def redact_credentials(scope: Scope, names: frozenset[bytes] = CREDENTIAL_HEADER
     }
 
 
-class AuthConfigError(ValueError):
+class AuthConfigError(LibraryError, ValueError):
     """The auth configuration cannot be resolved; the message names field and variable."""
 
 

@@ -62,6 +62,7 @@ from typing import Any, ClassVar
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from library_ioa.errors import LibraryError
 from mas.infra.models import ConnectionLimits
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ class HttpLimits:
 DEFAULT_HTTP_LIMITS = HttpLimits()
 
 
-class _HeadRefused(Exception):
+class _HeadRefused(LibraryError):
     """Raised from a parser callback to stop parsing a head that is refused."""
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Generator
 import uvicorn
 from starlette.types import ASGIApp
 
+from library_ioa.errors import LibraryError
 from library_ioa.serving.http_guard import (
     DEFAULT_HTTP_LIMITS,
     HttpLimits,
@@ -68,7 +69,7 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-class ListenError(OSError):
+class ListenError(LibraryError, OSError):
     """A listener could not bind or start; the message names the address."""
 
 

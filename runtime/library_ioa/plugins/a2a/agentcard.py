@@ -36,6 +36,7 @@ from a2a.types import (
 )
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_CURRENT, TransportProtocol
 
+from library_ioa.errors import LibraryError
 from library_ioa.serving.auth import card_security
 from mas.infra.addresses import normalize_url, parse_advertised_url, parse_grpc_address
 from mas.infra.models import AgentManifest, Endpoint, Skill
@@ -45,7 +46,7 @@ REST_PATH = "/a2a/rest"
 GENERAL_SKILL_ID = "general"
 
 
-class AgentCardError(ValueError):
+class AgentCardError(LibraryError, ValueError):
     """The card cannot be built; the message names the field and what is accepted."""
 
 

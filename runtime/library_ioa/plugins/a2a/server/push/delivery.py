@@ -52,6 +52,7 @@ from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict
 from prometheus_client import Counter
 
+from library_ioa.errors import LibraryError
 from library_ioa.plugins.a2a.server.metrics import A2A_REGISTRY
 from mas.infra.models import DEFAULT_PUSH_RECEIVER_CONNECTIONS, DEFAULT_PUSH_RECEIVER_QUEUE_SIZE
 
@@ -107,7 +108,7 @@ def redact_httpx_queries() -> None:
         httpx_logger.addFilter(_REDACTION)
 
 
-class _Failed(Exception):
+class _Failed(LibraryError):
     """One try failed; ``retry`` says whether another may succeed."""
 
     def __init__(self, reason: str, *, retry: bool) -> None:

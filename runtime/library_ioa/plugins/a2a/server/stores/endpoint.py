@@ -62,6 +62,7 @@ from a2a.server.tasks import (
     TaskStore,
 )
 
+from library_ioa.errors import LibraryError
 from library_ioa.plugins.a2a.server.stores.final_state import FinalStateTaskStore, refuses
 from library_ioa.plugins.a2a.server.stores.memory import BoundedMemoryTaskStore
 from mas.infra.models import TaskStoreOptions
@@ -79,7 +80,7 @@ LEASE_VARIABLE = "MAS_TASK_LEASE_SECONDS"
 EVENT_POLL_SECONDS = 0.2
 
 
-class TaskStoreError(OSError):
+class TaskStoreError(LibraryError, OSError):
     """The task store cannot be configured or reached; the message says which and why."""
 
 

@@ -62,6 +62,7 @@ from a2a.utils.errors import (
     InvalidRequestError,
 )
 
+from library_ioa.errors import LibraryError
 from library_ioa.plugins.a2a.corrections import serves_0_3, v03_version_refusal
 from library_ioa.plugins.a2a.server.list_pages import status_refusal
 from library_ioa.plugins.a2a.server.transport.compat_params import is_v03_method, v03_params_refusal
@@ -83,11 +84,11 @@ NOTIFICATION_REFUSED = (
 )
 
 
-class _ClientGone(Exception):
+class _ClientGone(LibraryError):
     """The client went away (or was closed: a body timeout) before its body was complete."""
 
 
-class BadBody(Exception):
+class BadBody(LibraryError):
     """A refused body: ``code`` (JSON-RPC), ``http_status`` and the message for the client."""
 
     def __init__(self, code: int, message: str, http_status: int = 200) -> None:
