@@ -49,8 +49,8 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.struct_pb2 import Value
 from starlette.applications import Starlette
 
-from library_ioa.plugins.a2a.corrections import HttpCorrections
-from library_ioa.plugins.a2a.grpc_corrections import GrpcVersionCheck
+from library_ioa.plugins.a2a.server.transport.corrections import HttpCorrections
+from library_ioa.plugins.a2a.server.transport.grpc_corrections import GrpcVersionCheck
 
 logger = logging.getLogger(__name__)
 

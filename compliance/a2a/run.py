@@ -7,7 +7,7 @@
 (agent ``tck``) with its url and gRPC port moved to free loopback ports; ``--sut baseline``
 starts the bare a2a-sdk echo server of :mod:`compliance.a2a.baseline_server` (``baseline-taught``:
 the same server taught the TCK's messageId behaviours; ``baseline-corrected``: taught, with
-:mod:`library_ioa.plugins.a2a.corrections` mounted). The TCK runs from
+:mod:`library_ioa.plugins.a2a.server.transport.corrections` mounted). The TCK runs from
 its own virtual environment (built on first use, see :mod:`compliance.a2a.tckenv`), with its
 push-notification webhook kept on loopback. Reports land in ``<out>/<sut>/``: the TCK's own
 (``tck/compatibility.json``, HTML, JUnit) and ours (``report.json``, ``report.md``).

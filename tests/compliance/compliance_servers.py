@@ -42,8 +42,8 @@ from compliance.a2a.baseline_server import open_task
 from starlette.applications import Starlette
 from tests.ports import free_port
 
-from library_ioa.plugins.a2a.corrections import HttpCorrections
-from library_ioa.plugins.a2a.grpc_corrections import GrpcVersionCheck
+from library_ioa.plugins.a2a.server.transport.corrections import HttpCorrections
+from library_ioa.plugins.a2a.server.transport.grpc_corrections import GrpcVersionCheck
 
 HOST = "127.0.0.1"
 BREAKS = {

@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from library_ioa.plugins.a2a.corrections import HttpCorrections
-from library_ioa.plugins.a2a.grpc_corrections import GrpcVersionCheck
+from library_ioa.plugins.a2a.server.transport.corrections import HttpCorrections
+from library_ioa.plugins.a2a.server.transport.grpc_corrections import GrpcVersionCheck
 
 pytestmark = pytest.mark.timeout(30)
 

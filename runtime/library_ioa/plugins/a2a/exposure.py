@@ -65,7 +65,6 @@ from library_ioa.plugins.a2a.agentcard import (
     extended_card,
     grpc_target,
 )
-from library_ioa.plugins.a2a.corrections import HttpCorrections
 from library_ioa.plugins.a2a.server.executor import (
     DEFAULT_MESSAGE_GRACE,
     MasLabAgentExecutor,
@@ -85,6 +84,7 @@ from library_ioa.plugins.a2a.server.stores.endpoint import (
     default_replica_id,
 )
 from library_ioa.plugins.a2a.server.tracing import HttpTracing
+from library_ioa.plugins.a2a.server.transport.corrections import HttpCorrections
 from library_ioa.plugins.a2a.server.transport.limits import RequestLimits
 from library_ioa.plugins.a2a.server.transport.stream_errors import EarlyStreamErrors
 from library_ioa.serving.auth import (

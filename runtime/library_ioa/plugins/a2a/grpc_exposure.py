@@ -18,9 +18,9 @@ from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
 from a2a.server.request_handlers.grpc_handler import GrpcHandler
 from a2a.types import a2a_pb2_grpc
 
-from library_ioa.plugins.a2a.grpc_corrections import GrpcVersionCheck
 from library_ioa.plugins.a2a.server.fast.grpc_handler import FastGrpcHandler
 from library_ioa.plugins.a2a.server.grpc_tracing import GrpcTracing
+from library_ioa.plugins.a2a.server.transport.grpc_corrections import GrpcVersionCheck
 from library_ioa.plugins.a2a.server.transport.grpc_decode import GrpcDecodeCheck
 from library_ioa.plugins.a2a.server.transport.limits import grpc_options
 from library_ioa.serving.auth import Authenticator

@@ -5,7 +5,7 @@ Under load most requests an agent gets are one shape: a JSON-RPC POST of one 1.0
 ``SendMessage`` (or ``SendStreamingMessage``) that starts a new task. The fast route
 (:mod:`~library_ioa.plugins.a2a.server.fast.jsonrpc`) answers it without the SDK's
 dispatcher, but the request still went through four ASGI layers that change nothing for
-it: :class:`~library_ioa.plugins.a2a.corrections.HttpCorrections`,
+it: :class:`~library_ioa.plugins.a2a.server.transport.corrections.HttpCorrections`,
 :class:`~library_ioa.plugins.a2a.server.transport.limits.RequestLimits` (which parses the body once
 more), and Starlette's error and exception middleware, router and request/response
 wrappers. Profiled under wrk, those were about a fifth of the request.

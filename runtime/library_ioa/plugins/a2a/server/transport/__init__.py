@@ -1,5 +1,9 @@
 """Guards on the wire in front of the SDK: bad input is answered before the SDK reads it.
 
+- :mod:`.corrections`: where the SDK's wire behaviour departs from the protocol (REST content
+  type, JSON-RPC content-type error, card caching headers, the ``A2A-Version`` header),
+  ``HttpCorrections`` mends it; :mod:`.grpc_corrections`: ``GrpcVersionCheck``, the same
+  version check on gRPC (imported only when gRPC is served);
 - :mod:`.limits`: ``RequestLimits``, ASGI middleware bounding bodies and checking the
   JSON-RPC envelope;
 - :mod:`.compat_params`: the params of the 0.3 JSON-RPC methods, answered -32602 when wrong;

@@ -17,7 +17,7 @@ with a body it
   (HTTP 413 for an oversize body); a 0.3 method sent with an ``A2A-Version`` the 0.3
   methods do not serve (``1.0``, ``9.9``) with -32009 (VersionNotSupportedError, in the
   SDK's error shape), which the SDK's 0.3 adapter would answer with -32603
-  (:mod:`library_ioa.plugins.a2a.corrections`);
+  (:mod:`library_ioa.plugins.a2a.server.transport.corrections`);
 - under ``rest_prefix`` (HTTP+JSON): answers a non-JSON Content-Type with 415
   (ContentTypeNotSupportedError), before reading when a ``Content-Length`` announces a body,
   else (a chunked body) once the body is read, within the size limit; invalid UTF-8,
@@ -63,9 +63,9 @@ from a2a.utils.errors import (
 )
 
 from library_ioa.errors import LibraryError
-from library_ioa.plugins.a2a.corrections import serves_0_3, v03_version_refusal
 from library_ioa.plugins.a2a.server.list_pages import status_refusal
 from library_ioa.plugins.a2a.server.transport.compat_params import is_v03_method, v03_params_refusal
+from library_ioa.plugins.a2a.server.transport.corrections import serves_0_3, v03_version_refusal
 from library_ioa.serving.asgi import ASGIApp, Message, Receive, Scope, Send
 from library_ioa.serving.auth import redact_credentials
 from library_ioa.serving.json_answers import send_json

@@ -11,9 +11,9 @@ own app or server, so the SDK still does all the protocol work:
   (-32005). :class:`HttpCorrections` (``rpc_path``) answers -32005.
 * The gRPC handler never reads the ``a2a-version`` metadata, so a 99.0 client is served; 3.6.2
   says an unsupported version gets VersionNotSupportedError (UNIMPLEMENTED, 5.4).
-  :class:`~library_ioa.plugins.a2a.grpc_corrections.GrpcVersionCheck` refuses it, on the 1.0
-  service and on the 0.3 compatibility service alike (there a missing, empty or ``0.x``
-  version is served, :func:`serves_0_3`).
+  :class:`~library_ioa.plugins.a2a.server.transport.grpc_corrections.GrpcVersionCheck`
+  refuses it, on the 1.0 service and on the 0.3 compatibility service alike (there a
+  missing, empty or ``0.x`` version is served, :func:`serves_0_3`).
 * The 0.3 JSON-RPC adapter refuses a version it does not serve (``1.0``, ``9.9``) with
   -32603 InternalError: its mapping to 0.3 error codes has no VersionNotSupportedError
   (-32009, new in 1.0), so it falls back to -32603. The client named a version the 0.3

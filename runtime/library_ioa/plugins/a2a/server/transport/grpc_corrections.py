@@ -15,7 +15,7 @@ from a2a.utils.grpc_status import status_to_grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
-from library_ioa.plugins.a2a.corrections import (
+from library_ioa.plugins.a2a.server.transport.corrections import (
     A2A_0_3_SERVICE,
     A2A_1_0_SERVICE,
     SUPPORTED_VERSIONS,
