@@ -9,7 +9,7 @@ The tree::
     │                      does not hold (serving.auth)
     ├── ListenError        (also OSError) a listener cannot bind or start (serving.listeners)
     ├── TaskStoreError     (also OSError) the task store cannot be configured or reached
-    │                      (plugins.a2a.server.stores.endpoint)
+    │                      (plugins.a2a.server.stores.task_stores)
     └── BadBody            a request body refused before the SDK reads it; answered to the
                            client, never raised past the middleware
                            (plugins.a2a.server.transport.limits)

@@ -42,7 +42,7 @@ def test_public_errors_keep_the_base_their_callers_catch() -> None:
     assert issubclass(classes["library_ioa.plugins.a2a.agentcard.AgentCardError"], ValueError)
     assert issubclass(classes["library_ioa.serving.auth.AuthConfigError"], ValueError)
     assert issubclass(classes["library_ioa.serving.listeners.ListenError"], OSError)
-    store_error = classes["library_ioa.plugins.a2a.server.stores.endpoint.TaskStoreError"]
+    store_error = classes["library_ioa.plugins.a2a.server.stores.task_stores.TaskStoreError"]
     assert issubclass(store_error, OSError)
 
 

@@ -48,80 +48,26 @@ the database URL without its password.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from a2a.server.cluster import LegacyTaskStoreAdapter, TaskEventStream, VersionedTaskStore
-from a2a.server.tasks import (
-    InMemoryPushNotificationConfigStore,
-    PushNotificationConfigStore,
-    TaskStore,
-)
+from a2a.server.tasks import InMemoryPushNotificationConfigStore
 
-from library_ioa.errors import LibraryError
 from library_ioa.plugins.a2a.server.stores.final_state import FinalStateTaskStore, refuses
 from library_ioa.plugins.a2a.server.stores.memory import BoundedMemoryTaskStore
+from library_ioa.plugins.a2a.server.stores.task_stores import (
+    EVENT_POLL_SECONDS,
+    TaskStoreError,
+    TaskStores,
+)
 from mas.infra.models import TaskStoreOptions
-from mas.runtime.history import ConversationStore
 from mas.runtime.memory_history import MemoryConversationStore
-
-if TYPE_CHECKING:  # a sql store's (server/stores/sql.py): loaded with one only
-    from sqlalchemy.ext.asyncio import AsyncEngine
-
-    from library_ioa.plugins.a2a.server.stores.runs import RunBook
-
-LEASE_SECONDS = 20.0
-HEARTBEAT_SECONDS = LEASE_SECONDS / 4
-LEASE_VARIABLE = "MAS_TASK_LEASE_SECONDS"
-EVENT_POLL_SECONDS = 0.2
-
-
-class TaskStoreError(LibraryError, OSError):
-    """The task store cannot be configured or reached; the message says which and why."""
 
 
 def default_replica_id(port: int, env: Mapping[str, str] = os.environ) -> str:
     """``$MAS_REPLICA_ID``, else ``<hostname>:<port>``."""
     return env.get("MAS_REPLICA_ID") or f"{socket.gethostname()}:{port}"
-
-
-@dataclass
-class TaskStores:
-    """The stores of one endpoint; :meth:`start` before serving, :meth:`aclose` after."""
-
-    agent_id: str
-    task_store: TaskStore | VersionedTaskStore
-    push_config_store: PushNotificationConfigStore | None = None
-    event_stream: TaskEventStream | None = None
-    engine: AsyncEngine | None = None
-    shown_url: str = "memory"
-    heartbeat: float = HEARTBEAT_SECONDS
-    lease: float = LEASE_SECONDS
-    runs: RunBook | None = None
-    history: ConversationStore | None = None
-    _beating: asyncio.Task[None] | None = field(default=None, repr=False)
-
-    @property
-    def durable(self) -> bool:
-        """Whether tasks outlive the process."""
-        return self.engine is not None
-
-    async def start(self, replica_id: str) -> None:
-        """Open the stores before serving (in memory: nothing to open)."""
-
-    def inner_store(self) -> VersionedTaskStore:
-        """The task store as a versioned store (the SDK's adapter around an unversioned one)."""
-        store = self.task_store
-        if isinstance(store, VersionedTaskStore):
-            return store
-        return LegacyTaskStoreAdapter(store)
-
-    async def aclose(self) -> None:
-        """Close the stores after serving (in memory: nothing to close)."""
 
 
 def build_task_stores(

@@ -30,19 +30,19 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from library_ioa.plugins.a2a.server.stores.endpoint import (
-    EVENT_POLL_SECONDS,
-    LEASE_SECONDS,
-    LEASE_VARIABLE,
-    TaskStoreError,
-    TaskStores,
-)
 from library_ioa.plugins.a2a.server.stores.runs import RunBook
 from library_ioa.plugins.a2a.server.stores.sql_guards import (
     FinalStateVersionedStore,
     GuardedEventStream,
 )
 from library_ioa.plugins.a2a.server.stores.sql_history import SqlConversationStore
+from library_ioa.plugins.a2a.server.stores.task_stores import (
+    EVENT_POLL_SECONDS,
+    LEASE_SECONDS,
+    LEASE_VARIABLE,
+    TaskStoreError,
+    TaskStores,
+)
 from mas.infra.models import SecretKeyRef, TaskStoreOptions
 from mas.infra.secrets import secret_env_name
 
