@@ -1,9 +1,9 @@
 """The cyclic garbage collector, paused while ``mas-ctl`` loads a command (docs/performance.md).
 
-Loading ``serve`` creates well over 100,000 container objects (the a2a-sdk, SQLAlchemy,
-the pydantic models, the protobuf descriptors), and the collector traverses them again and
-again while they are created: about a sixth of the CPU from exec to ``/readyz``, to find
-under a thousand unreachable objects. So the console script pauses it (:func:`pause`)
+Loading ``serve`` creates a great many container objects (the a2a-sdk, SQLAlchemy, the
+pydantic models, the protobuf descriptors), and the collector traverses them again and
+again while they are created, to find few unreachable ones (the figures:
+docs/performance.md, "Where the time goes"). So the console script pauses it (:func:`pause`)
 before the command's modules are imported, and :func:`resume`, called once the command
 line is parsed, moves everything loaded so far into the permanent generation
 (:func:`gc.freeze`: never traversed again, and never freed: modules, classes and

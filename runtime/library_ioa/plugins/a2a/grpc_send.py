@@ -4,11 +4,11 @@
 blocking ``SendMessage``. Through the SDK's ``BaseClient`` that call crosses its interceptor
 loop, a ``trace_function`` span around the transport's ``send_message`` and another around
 ``_call_grpc`` (each asking OpenTelemetry for a tracer, which reads the environment, even
-when nothing records), and a copy of the answered task into a ``StreamResponse``: profiled
-at 32 concurrent delegations, about 9% of the delegating agent's CPU, as much as the gRPC
-call itself. This module makes the same call on the generated ``A2AServiceStub`` over the
-same channel, doing what the SDK's client does for the comm's configuration (no streaming,
-no polling, no push config, no output modes, no client interceptors), no more:
+when nothing records), and a copy of the answered task into a ``StreamResponse`` (what
+that costs a delegating agent: docs/performance.md, "Where the time goes"). This module
+makes the same call on the generated ``A2AServiceStub`` over the same channel, doing what
+the SDK's client does for the comm's configuration (no streaming, no polling, no push
+config, no output modes, no client interceptors), no more:
 
 - the request's ``tenant``, when it has none, is the interface's (``TenantTransportDecorator``);
 - the call metadata is the SDK's: ``a2a-version: 1.0``, then the endpoint's headers with

@@ -1,8 +1,8 @@
 """The ids the server makes up: random UUIDs as text, as the SDK makes them.
 
 The SDK's ``UUIDGenerator`` and the fast handler's ids are ``str(uuid.uuid4())``, which builds
-a ``uuid.UUID`` object only to print it: about a tenth of a quick send's handler time went
-there. :func:`random_uuid` writes the same text straight from the same 16 random bytes
+a ``uuid.UUID`` object only to print it (what that costs: docs/performance.md, "Where the
+time goes"). :func:`random_uuid` writes the same text straight from the same 16 random bytes
 (``os.urandom``), with the version (4) and variant (RFC 4122) bits set as ``uuid.UUID``
 sets them; :func:`uuid4_text` is that layout for given bytes, which
 ``tests/unit/test_a2a_ids.py`` compares with ``uuid.UUID(bytes=..., version=4)``.

@@ -2,8 +2,9 @@
 
 The SDK pages ``ListTasks`` (50 tasks by default, at most 100) and drops artifacts unless
 ``includeArtifacts`` is set, but without ``historyLength`` it returns every task's whole
-history: 30 tasks of 900 KB made a 27 MB answer to a 177-byte request. Two rules here, on
-every transport and every task store:
+history, so a small request can draw an answer of a page's worth of whole histories (a
+measured case: docs/performance.md, "Where the time goes"). Two rules here, on every
+transport and every task store:
 
 - ``historyLength`` absent: ``list_history_length`` (``a2a.responses.list_history_length``)
   is applied, as if the client had sent it; a client that wants more asks for it

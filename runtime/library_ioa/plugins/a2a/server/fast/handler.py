@@ -3,7 +3,7 @@
 The SDK's ``DefaultRequestHandler`` runs every send through an ``ActiveTask``: two
 background tasks (producer and consumer), two event queues with their dispatch loops, a
 task manager and a subscriber tap, even when the agent answers with one ``Message`` and
-nothing is ever stored. Profiled under load, that machinery is most of a send's cost.
+nothing is ever stored (what that costs a send: docs/performance.md, "Where the time goes").
 
 A blocking ``SendMessage`` that starts a new task (no ``taskId``), asks for no push
 notifications and does not set ``returnImmediately`` is the hot case. For it this handler

@@ -8,7 +8,7 @@ dispatcher, but the request still went through four ASGI layers that change noth
 it: :class:`~library_ioa.plugins.a2a.server.transport.corrections.HttpCorrections`,
 :class:`~library_ioa.plugins.a2a.server.transport.limits.RequestLimits` (which parses the body once
 more), and Starlette's error and exception middleware, router and request/response
-wrappers. Profiled under wrk, those were about a fifth of the request.
+wrappers (their share of the request: docs/performance.md, "Where the time goes").
 
 :class:`HotLane` sits inside the authentication and tracing middleware (so a request is
 authenticated and traced as before) and outside those four. It takes a request only when

@@ -3,8 +3,7 @@
 For every streaming send the SDK's ``DefaultRequestHandler`` builds an ``ActiveTask``: a
 producer and a consumer task, two event queues on culsans/aiologic with their dispatch
 loops, a tapped queue per subscriber and a ``TaskManager``, and every event crosses all of
-them. Profiled under load, that machinery (and the tracing spans around it) is most of what
-a streamed event costs.
+them (what that costs a streamed event: docs/performance.md, "Where the time goes").
 
 A :class:`StreamRun` does the same work for one new task on one asyncio task. It is the
 event queue the executor publishes to (``enqueue_event``), and handles each event where it

@@ -2,9 +2,9 @@
 
 The SDK's ``BasePushNotificationSender`` POSTs inline: the task's next event waits for
 every receiver (up to the HTTP timeout each), so one receiver that accepts and never
-answers slowed a ``returnImmediately`` send to the timeout and a 1.3 s task to 50 s.
-:class:`QueuedPushSender` takes its place (the same ``PushNotificationSender`` contract,
-called by the SDK's active task and by ``fast/stream.py``):
+answers holds a ``returnImmediately`` send until the timeout, and every event of a task
+behind it. :class:`QueuedPushSender` takes its place (the same ``PushNotificationSender``
+contract, called by the SDK's active task and by ``fast/stream.py``):
 
 - ``send_notification`` copies the event into the task's queue and returns at once; it
   never waits for the network or the config store.
