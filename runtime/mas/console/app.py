@@ -1,0 +1,269 @@
+"""The console's Starlette application: the pages, their live updates, the chat stream.
+
+=======================================================  ====================================
+``GET /``                                                 the Applications
+``GET /updates``                                          SSE: every row, on each change
+``GET /apps/{ns}/{name}``                                 an Application: graph, edges, Events
+``GET /apps/{ns}/{name}/updates``                         SSE: its edges and badges on change
+``GET /apps/{ns}/{name}/agents/{agent}[?context=ID]``     an agent: card, tasks, chat
+``POST /apps/{ns}/{name}/agents/{agent}/turn``            one chat turn, JSON lines
+``GET /apps/{ns}/{name}/agents/{agent}/tasks/{id}``       a task: history, artifacts
+``GET /healthz``                                          ``ok``
+=======================================================  ====================================
+
+Every page renders from the source's memory; only the agent and task pages call an agent,
+each call bounded by :data:`CALL_SECONDS`, and a failed call is a line on the page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from mas.console import pages
+from mas.console.agents import AgentCalls, task_record
+from mas.console.security import Access, Guard
+from mas.console.sources import Source
+from mas.console.views import ApplicationView
+from mas.ctl.client.errors import ClientError
+
+STATIC = Path(__file__).parent / "static"
+CALL_SECONDS = 10.0  # a page waits this long for an agent's card or tasks
+KEEPALIVE_SECONDS = 15.0
+TEXT_LIMIT = 64 * 1024  # characters of one chat message
+BODY_LIMIT = 256 * 1024
+
+
+@dataclass(frozen=True)
+class ConsoleOptions:
+    trace_template: str = ""  # e.g. http://jaeger:16686/trace/{trace_id}
+    access: Access = field(default_factory=Access)
+
+
+def build_app(
+    source: Source, options: ConsoleOptions, calls: AgentCalls | None = None
+) -> Starlette:
+    """The console over ``source``; starting and stopping the app starts and stops it."""
+    calls = calls or AgentCalls()
+    mode = source.mode
+
+    def html(body: str, status: int = 200) -> HTMLResponse:
+        return HTMLResponse(body, status_code=status, headers={"cache-control": "no-store"})
+
+    def find(request: Request) -> ApplicationView | None:
+        return source.application(request.path_params["ns"], request.path_params["name"])
+
+    async def index(request: Request) -> Response:
+        return html(pages.applications_page(source.applications(), mode))
+
+    async def list_updates(request: Request) -> Response:
+        def payload() -> str:
+            return json.dumps([v.summary() for v in source.applications()])
+
+        return _sse(source, lambda key: True, payload)
+
+    async def application(request: Request) -> Response:
+        view = find(request)
+        if view is None:
+            return html(pages.not_found(_missing(request), mode), 404)
+        return html(pages.application_page(view, mode))
+
+    async def app_updates(request: Request) -> Response:
+        ns, name = request.path_params["ns"], request.path_params["name"]
+
+        def payload() -> str:
+            view = source.application(ns, name)
+            return json.dumps(_app_update(view))
+
+        return _sse(source, lambda key: key in (f"{ns}/{name}", "*"), payload)
+
+    async def agent(request: Request) -> Response:
+        view = find(request)
+        agent_id = request.path_params["agent"]
+        node = view.agent(agent_id) if view is not None else None
+        if view is None or node is None:
+            return html(pages.not_found(_missing(request, agent_id), mode), 404)
+        context_id = request.query_params.get("context") or str(uuid.uuid4())
+        if not _context_ok(context_id):
+            return html(pages.not_found(f"{context_id[:60]!r} is not a conversation id", mode), 400)
+        card, card_error, tasks, tasks_error = None, "", [], ""
+        if node.url:
+            card_call = _bounded(calls.card(node.url))
+            tasks_call = _bounded(calls.tasks(node.url))
+            card_result, tasks_result = await asyncio.gather(card_call, tasks_call)
+            if isinstance(card_result, str):
+                card_error = card_result
+            else:
+                card = card_result.card
+            if isinstance(tasks_result, str):
+                tasks_error = "" if card_error else tasks_result
+            else:
+                tasks = [task_record(t, node.url) for t in tasks_result]
+        else:
+            card_error = (
+                f"{agent_id} runs in-process (no url of its own): talk to it through the agent "
+                "that hosts it"
+            )
+        body = pages.agent_page(
+            view,
+            agent_id,
+            mode,
+            card=card,
+            card_error=card_error,
+            tasks=tasks,
+            tasks_error=tasks_error,
+            trace_template=options.trace_template,
+            context_id=context_id,
+        )
+        return html(body)
+
+    async def task(request: Request) -> Response:
+        view = find(request)
+        agent_id = request.path_params["agent"]
+        node = view.agent(agent_id) if view is not None else None
+        if view is None or node is None or not node.url:
+            return html(pages.not_found(_missing(request, agent_id), mode), 404)
+        result = await _bounded(calls.task(node.url, request.path_params["task"]))
+        if isinstance(result, str):
+            return html(pages.not_found(result, mode), 404)
+        record = task_record(result, node.url)
+        return html(pages.task_page(view, agent_id, record, mode, options.trace_template))
+
+    async def turn(request: Request) -> Response:
+        view = find(request)
+        agent_id = request.path_params["agent"]
+        node = view.agent(agent_id) if view is not None else None
+        if view is None or node is None or not node.url:
+            return JSONResponse({"error": _missing(request, agent_id)}, status_code=404)
+        body = await request.body()
+        if len(body) > BODY_LIMIT:
+            return JSONResponse({"error": f"the request is over {BODY_LIMIT} bytes"}, 413)
+        try:
+            data = json.loads(body)
+            text, context_id = data["text"], data["context_id"]
+        except (ValueError, KeyError, TypeError):
+            return JSONResponse(
+                {"error": 'the body must be JSON {"text": "...", "context_id": "..."}'}, 400
+            )
+        if not isinstance(text, str) or not text.strip() or len(text) > TEXT_LIMIT:
+            return JSONResponse(
+                {"error": f"text must be 1 to {TEXT_LIMIT} characters, not only spaces"}, 400
+            )
+        if not isinstance(context_id, str) or not _context_ok(context_id):
+            return JSONResponse({"error": "context_id must be 1 to 200 printable characters"}, 400)
+        url = node.url
+
+        async def lines() -> AsyncIterator[str]:
+            async for event in calls.turn(url, text, context_id):
+                yield json.dumps(event, ensure_ascii=False) + "\n"
+
+        return StreamingResponse(
+            lines(), media_type="application/x-ndjson", headers={"cache-control": "no-store"}
+        )
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok\n")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await source.start()
+        try:
+            yield
+        finally:
+            await source.stop()
+
+    routes = [
+        Route("/", index),
+        Route("/updates", list_updates),
+        Route("/healthz", healthz),
+        Route("/apps/{ns}/{name}", application),
+        Route("/apps/{ns}/{name}/updates", app_updates),
+        Route("/apps/{ns}/{name}/agents/{agent}", agent),
+        Route("/apps/{ns}/{name}/agents/{agent}/turn", turn, methods=["POST"]),
+        Route("/apps/{ns}/{name}/agents/{agent}/tasks/{task}", task),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(Guard, access=options.access)
+    return app
+
+
+def _missing(request: Request, agent: str | None = None) -> str:
+    what = f"{request.path_params['ns']}/{request.path_params['name']}"
+    if agent is None:
+        return f"no Application {what}"
+    return f"no agent {agent!r} with a url in Application {what}"
+
+
+def _context_ok(context_id: str) -> bool:
+    return 0 < len(context_id) <= 200 and context_id.isprintable() and bool(context_id.strip())
+
+
+async def _bounded(call: Any) -> Any:
+    """The call's result, or the one line that says why there is none."""
+    try:
+        return await asyncio.wait_for(call, CALL_SECONDS)
+    except TimeoutError:
+        return f"the agent did not answer within {CALL_SECONDS:.0f} s"
+    except ClientError as exc:
+        return str(exc)
+
+
+def _app_update(view: ApplicationView | None) -> dict[str, Any]:
+    if view is None:
+        return {"gone": True}
+    return {
+        "version": view.version,
+        "ready": view.ready,
+        "phase": view.phase,
+        "nodes": [a.id for a in view.agents] + [x.id for x in view.externals],
+        "edges": [
+            {"key": e.key, "state": e.state, "reason": e.reason, "message": e.message}
+            for e in view.edges
+        ],
+        "agents": [{"id": a.id, "replicas": _replicas(a)} for a in view.agents if a.deployed],
+    }
+
+
+def _replicas(agent: Any) -> str:
+    if agent.ready_replicas is not None:
+        return f"{agent.ready_replicas}/{agent.replicas or 0}"
+    return {True: "answers", False: "no answer", None: "not checked"}[agent.reachable]
+
+
+def _sse(source: Source, wanted: Any, payload: Any) -> StreamingResponse:
+    async def stream() -> AsyncIterator[str]:
+        with source.changes.subscribe() as queue:
+            yield f"data: {payload()}\n\n"
+            while True:
+                try:
+                    key = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                except TimeoutError:
+                    yield ": keepalive\n\n"
+                    continue
+                if wanted(key):
+                    yield f"data: {payload()}\n\n"
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+    )

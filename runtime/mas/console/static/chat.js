@@ -1,0 +1,157 @@
+// The chat panel: one turn at a time, streamed as JSON lines; every string shown as text.
+"use strict";
+(function () {
+  const chat = document.getElementById("chat");
+  if (!chat) return;
+  const form = document.getElementById("chat-form");
+  const input = document.getElementById("chat-input");
+  const send = document.getElementById("chat-send");
+  const cancel = document.getElementById("chat-cancel");
+  const status = document.getElementById("chat-status");
+  const transcript = document.getElementById("transcript");
+  const contextId = chat.dataset.context;
+  let running = null;
+
+  // The conversation has its own address: put it in the location bar without a reload.
+  const here = new URL(location.href);
+  if (here.searchParams.get("context") !== contextId) {
+    here.searchParams.set("context", contextId);
+    history.replaceState(null, "", here.toString());
+  }
+
+  function line(kind, who, text) {
+    const li = document.createElement("li");
+    li.className = kind;
+    if (who) {
+      const w = document.createElement("span");
+      w.className = "who";
+      w.textContent = who;
+      li.appendChild(w);
+    }
+    const t = document.createElement("span");
+    t.className = "text";
+    t.textContent = text || "";
+    li.appendChild(t);
+    transcript.appendChild(li);
+    return t;
+  }
+
+  function artifact(event) {
+    const li = document.createElement("li");
+    li.className = "note artifact";
+    const head = document.createElement("div");
+    head.textContent = "artifact " + event.name + " (" + event.type + ")";
+    li.appendChild(head);
+    if (event.type === "text" || event.type === "data") {
+      if (event.cut) {
+        const note = document.createElement("div");
+        note.textContent = event.size + " characters: the first " + event.text.length + " are shown";
+        li.appendChild(note);
+      }
+      const pre = document.createElement("pre");
+      pre.textContent = event.text;
+      li.appendChild(pre);
+    } else if (event.type === "url") {
+      let url = null;
+      try { url = new URL(event.url); } catch (e) { url = null; }
+      if (url && (url.protocol === "http:" || url.protocol === "https:")) {
+        const a = document.createElement("a");
+        a.href = url.href;
+        a.rel = "noopener noreferrer nofollow";
+        a.textContent = event.url;
+        li.appendChild(a);
+      } else {
+        const span = document.createElement("span");
+        span.className = "inert-url";
+        span.textContent = event.url + " (not a link: only http(s) urls are)";
+        li.appendChild(span);
+      }
+    } else {
+      const d = document.createElement("div");
+      d.textContent = "a file of " + event.size + " bytes";
+      li.appendChild(d);
+    }
+    transcript.appendChild(li);
+  }
+
+  async function turn(text) {
+    line("user", "you", text);
+    const reply = line("agent", "agent", "");
+    const controller = new AbortController();
+    running = controller;
+    send.disabled = true;
+    cancel.disabled = false;
+    status.textContent = "the agent is answering";
+    let ended = null;
+    try {
+      const response = await fetch(chat.dataset.turn, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-console": "1" },
+        body: JSON.stringify({ text: text, context_id: contextId }),
+        signal: controller.signal,
+      });
+      if (!response.ok) {
+        let why = "HTTP " + response.status;
+        try { why = (await response.json()).error || why; } catch (e) { /* not JSON */ }
+        line("error", "", "the console refused the message: " + why);
+        return;
+      }
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffered = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += decoder.decode(value, { stream: true });
+        let at;
+        while ((at = buffered.indexOf("\n")) >= 0) {
+          const event = JSON.parse(buffered.slice(0, at));
+          buffered = buffered.slice(at + 1);
+          if (event.kind === "text") reply.textContent += event.text;
+          else if (event.kind === "delegated") {
+            const what = (event.tool ? "tool " : "delegated to ") + event.target + ": " + (event.ok ? "ok" : "failed");
+            line("note delegation", "", "· " + what + (event.detail ? ": " + event.detail : ""));
+          } else if (event.kind === "artifact") artifact(event);
+          else if (event.kind === "ended") ended = event;
+          else if (event.kind === "error") line("error", "", event.message);
+        }
+      }
+    } catch (error) {
+      if (error.name === "AbortError") line("note", "", "canceled");
+      else line("error", "", "the turn broke off: " + error.message);
+    } finally {
+      running = null;
+      send.disabled = false;
+      cancel.disabled = true;
+    }
+    if (ended) {
+      if (ended.status === "input_required") {
+        if (!reply.textContent) reply.textContent = ended.text;
+        else if (ended.text && ended.text !== reply.textContent) line("agent question", "agent asks", ended.text);
+        reply.parentElement.classList.add("question");
+        status.textContent = "the agent asks: answer it in the box below";
+        input.focus();
+      } else if (ended.status === "completed") {
+        if (!reply.textContent) reply.textContent = ended.text;
+        status.textContent = "done";
+      } else {
+        line("error", "", "the turn " + ended.status + (ended.text ? ": " + ended.text : ""));
+        status.textContent = ended.status;
+      }
+    } else if (!status.textContent.startsWith("the agent asks")) {
+      status.textContent = "";
+    }
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = input.value;
+    if (!text.trim() || running) return;
+    input.value = "";
+    turn(text);
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
+  });
+  cancel.addEventListener("click", () => { if (running) running.abort(); });
+})();
