@@ -48,6 +48,7 @@ COMMAND_MODULES = (
     "tasks",
     "task",
     "cancel_task",
+    "console",
 )
 
 Handler = Callable[[argparse.Namespace], int]
