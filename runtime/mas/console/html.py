@@ -42,7 +42,7 @@ def page(title: str, body: str, *, mode: str, scripts: tuple[str, ...] = ()) -> 
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="color-scheme" content="light dark">'
+        '<meta name="color-scheme" content="light dark"><link rel="icon" href="data:,">'
         f"<title>{esc(title)} · MAS Lab console</title>"
         f'<link rel="stylesheet" href="/static/console.css?v={ASSET_VERSION}">{tags}</head>'
         '<body><a class="skip" href="#main">Skip to content</a>'

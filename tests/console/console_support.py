@@ -1,0 +1,164 @@
+"""Support of the console tests: the console served in-process on loopback, a hostile
+a2a-sdk agent, and Debian's chromium driven by Playwright (never a downloaded browser).
+
+Without ``/usr/bin/chromium`` the browser tests skip, unless ``MAS_REQUIRE_BROWSER=1``
+(CI sets it) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from a2a.helpers.proto_helpers import get_message_text
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentInterface, AgentSkill
+from a2a.types.a2a_pb2 import Part
+from compliance.a2a.baseline_server import build_card, open_task
+from playwright.async_api import Page
+from starlette.applications import Starlette
+from tests.ports import free_port
+
+from mas.console.app import ConsoleOptions, build_app
+from mas.console.sources import Source
+
+HOST = "127.0.0.1"
+CHROMIUM = Path("/usr/bin/chromium")
+# As root, headless, nothing fetched from outside (Playwright adds a fresh --user-data-dir).
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+START = 20.0  # the longest a server may take to listen
+HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+BIG = 5 * 1024 * 1024  # characters of the big artifact
+
+
+def need_browser() -> None:
+    if not CHROMIUM.exists():
+        if os.environ.get("MAS_REQUIRE_BROWSER") == "1":
+            pytest.fail(
+                f"{CHROMIUM} is missing and MAS_REQUIRE_BROWSER=1 (apt-get install chromium)"
+            )
+        pytest.skip(
+            f"{CHROMIUM} is missing (apt-get install chromium); MAS_REQUIRE_BROWSER=1 fails"
+        )
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any, name: str) -> AsyncIterator[str]:
+    """``app`` on uvicorn at a free loopback port until the block ends; its base url."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=HOST, port=port, log_level="error", timeout_graceful_shutdown=2)
+    )
+    task = asyncio.create_task(server.serve(), name=name)
+    try:
+        async with asyncio.timeout(START):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+        yield f"http://{HOST}:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, START)
+
+
+@contextlib.asynccontextmanager
+async def console(source: Source, page: Page | None = None, **options: Any) -> AsyncIterator[str]:
+    """The console over ``source``, in this process; its base url. ``page`` leaves it
+    (about:blank) before it stops, so no live-update stream of the page is cut off."""
+    async with serving(build_app(source, ConsoleOptions(**options)), "console") as url:
+        try:
+            yield url
+        finally:
+            if page is not None and not page.is_closed():
+                await page.goto("about:blank")
+
+
+@dataclass
+class Hostile(AgentExecutor):
+    """An agent whose card and answers are hostile: ``link`` answers with a ``javascript:``
+    url artifact, ``big`` with a 5 MB text artifact, anything else with HOSTILE text."""
+
+    seen: list[str] = field(default_factory=list)
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        text = get_message_text(context.message) if context.message else ""
+        self.seen.append(text)
+        updater = await open_task(context, event_queue, context.context_id or "")
+        await updater.start_work()
+        if text == "link":
+            await updater.add_artifact([Part(url="javascript:window.pwned=3")], name=HOSTILE)
+        elif text == "big":
+            await updater.add_artifact([Part(text="y" * BIG)], name="big")
+        await updater.complete(updater.new_agent_message([Part(text=HOSTILE)]))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
+
+
+@contextlib.asynccontextmanager
+async def hostile_agent() -> AsyncIterator[str]:
+    """The hostile agent (JSON-RPC, blocking sends) until the block ends; its url."""
+    port = free_port()
+    card = build_card(port, 1, name=HOSTILE, description=HOSTILE, streaming=False, push=False)
+    del card.supported_interfaces[:]
+    card.supported_interfaces.append(
+        AgentInterface(
+            url=f"http://{HOST}:{port}", protocol_binding="JSONRPC", protocol_version="1.0"
+        )
+    )
+    card.skills.append(AgentSkill(id="evil", name=HOSTILE, description=HOSTILE, tags=[HOSTILE]))
+    card.provider.organization = HOSTILE
+    card.provider.url = "javascript:window.pwned=4"
+    handler = DefaultRequestHandler(
+        agent_executor=Hostile(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    app = Starlette(
+        routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
+    )
+    # the card declares this port: serve exactly there
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="error"))
+    task = asyncio.create_task(server.serve(), name="hostile-agent")
+    try:
+        async with asyncio.timeout(START):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+        yield f"http://{HOST}:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, START)
+
+
+def one_agent_document(agent: str, url: str, **spec: Any) -> dict[str, Any]:
+    """An Application whose one agent ``agent`` is deployed at ``url`` (served by a test)."""
+    return {
+        "apiVersion": "infra.maslab.io/v1",
+        "kind": "Application",
+        "metadata": {"name": "console-test"},
+        "spec": {
+            "agency": {"entry": agent, "agents": {agent: {"spec": spec}}},
+            "endpoints": {agent: {"protocol": "a2a", "url": url, "usage": "deploy"}},
+        },
+    }

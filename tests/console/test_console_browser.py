@@ -1,0 +1,183 @@
+"""The console in a real browser (Debian's chromium under Playwright), the way a person uses
+it: the agency on the graph, an edge that changes state live, a chat turn that streams and
+shows its delegation, a question answered in the page, hostile agents that stay inert.
+
+Every wait is one of Playwright's auto-waiting ``expect`` assertions on what the page shows,
+with its deadline; the page fixture fails a test on any browser console error."""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+import pytest
+from console_support import BIG, HOSTILE, console, hostile_agent, one_agent_document
+from playwright.async_api import Page, expect
+from tests.conftest import EXAMPLES
+from tests.ctl_client.ctl_client_support import OurAgent, serve_desk
+from tests.session_modes.session_modes_support import write_app
+
+from mas.console.document_source import DocumentSource
+from mas.infra.wiring import wire
+from mas.runtime.registry import default_registry
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+WAIT = 20_000  # ms: the longest one thing the page shows may take to appear
+EXAMPLE_EDGES = (
+    "concierge|researcher|a2a",
+    "concierge|summarizer|in-process",
+    "researcher|web-search|a2a",
+    "researcher|summarizer|in-process",
+    "summarizer|text-tools|mcp",
+)
+
+
+def source_of(path: Path, interval: float = 0.3) -> DocumentSource:
+    import yaml
+
+    document = yaml.safe_load(path.read_text())
+    return DocumentSource(wire(document, default_registry().known_plugins()), interval=interval)
+
+
+def desk_path(agent: OurAgent) -> Path:
+    return agent.release.parent / "desk.yaml"
+
+
+async def test_the_example_is_drawn_with_every_agent_and_edge(page: Page) -> None:
+    async with console(source_of(EXAMPLES / "agency.yaml"), page) as url:
+        await page.goto(url + "/")
+        row = page.locator("#apps tbody tr", has_text="research-desk")
+        await expect(row).to_have_count(1, timeout=WAIT)
+        await row.get_by_role("link", name="research-desk").click()
+        await expect(page.get_by_role("heading", level=1)).to_contain_text("research-desk")
+        for node in ("concierge", "summarizer", "researcher", "web-search", "text-tools"):
+            await expect(page.locator(f'g.node[data-node="{node}"]')).to_be_visible()
+        await expect(page.locator("g.node.entry")).to_have_attribute("data-node", "concierge")
+        await expect(page.locator("g.node.in-process")).to_have_attribute("data-node", "summarizer")
+        await expect(page.locator("g.node.external.tool")).to_have_attribute(
+            "data-node", "text-tools"
+        )
+        for key in EXAMPLE_EDGES:
+            await expect(page.locator(f'g.edge[data-key="{key}"]')).to_have_count(1)
+        # the keyboard reaches an edge and Enter shows why it is in its state
+        edge = page.locator('g.edge[data-key="summarizer|text-tools|mcp"]')
+        await edge.focus()
+        await page.keyboard.press("Enter")
+        await expect(page.locator("#edge-detail")).to_contain_text("NotChecked")
+        await expect(page.locator("#edge-detail")).to_contain_text("no AgentCard")
+
+
+async def test_an_edge_turns_when_its_agent_stops_answering(page: Page, tmp_path: Path) -> None:
+    with serve_desk(tmp_path / "desk") as desk:
+        async with console(source_of(desk_path(desk)), page) as url:
+            await page.goto(url + "/apps/local/session-modes")
+            edge = page.locator('g.edge[data-key="desk|helper|in-process"]')
+            await expect(edge).to_have_class(re.compile(r"\bstate-ready\b"), timeout=WAIT)
+            await expect(page.locator("#app-ready")).to_have_text("Ready: True")
+            desk.process.send_signal(signal.SIGKILL)
+            # no reload: the page's live updates turn the edge
+            await expect(edge).to_have_class(re.compile(r"\bstate-unreachable\b"), timeout=WAIT)
+            await expect(page.locator("#app-ready")).to_have_text("Ready: False")
+            await edge.click()
+            await expect(page.locator("#edge-detail")).to_contain_text("NoAnswer")
+            row = page.locator('tr[data-agent="desk"] .replicas')
+            await expect(row).to_have_text("no answer")
+            events = page.locator("#events")
+            await page.reload()
+            await expect(events).to_contain_text("AgentDown")
+
+
+async def test_a_chat_turn_streams_and_shows_the_delegation(page: Page, desk: OurAgent) -> None:
+    async with console(source_of(desk_path(desk)), page) as url:
+        await page.goto(url + "/apps/local/session-modes/agents/desk")
+        await expect(page.locator("#card")).to_contain_text("Skills")
+        box = page.get_by_label("Message")
+        await box.fill("ask helper hi")
+        await box.press("Enter")
+        transcript = page.locator("#transcript")
+        await expect(transcript.locator(".delegation")).to_have_text(
+            "· delegated to helper: ok: helper did: hi", timeout=WAIT
+        )
+        await expect(transcript.locator("li.agent").last).to_contain_text(
+            "helper said: helper did: hi"
+        )
+        await expect(page.locator("#chat-status")).to_have_text("done")
+        # the text streams: a held story shows its first word before it is released
+        await box.fill("story")
+        await page.get_by_role("button", name="Send").click()
+        story = transcript.locator("li.agent").last.locator(".text")
+        await expect(story).to_have_text("one ", timeout=WAIT)
+        await expect(page.get_by_role("button", name="Cancel")).to_be_enabled()
+        desk.release.touch()
+        await expect(story).to_have_text("one two three", timeout=WAIT)
+        await expect(page.locator("#chat-status")).to_have_text("done")
+        desk.release.unlink()
+
+
+async def test_a_question_is_answered_in_the_page(page: Page, desk: OurAgent) -> None:
+    async with console(source_of(desk_path(desk)), page) as url:
+        await page.goto(url + "/apps/local/session-modes/agents/desk")
+        box = page.get_by_label("Message")
+        await box.fill("book")
+        await box.press("Enter")
+        transcript = page.locator("#transcript")
+        await expect(transcript.locator(".question").last).to_contain_text(
+            "Which day?", timeout=WAIT
+        )
+        await expect(page.locator("#chat-status")).to_contain_text("answer it")
+        await expect(box).to_be_focused()
+        await box.fill("monday")
+        await box.press("Enter")
+        await expect(transcript.locator("li.agent").last).to_contain_text(
+            "Booked for monday", timeout=WAIT
+        )
+        await expect(page.locator("#chat-status")).to_have_text("done")
+        # the conversation has its own address: a reload keeps the context, the task is listed
+        context = await page.locator("#chat").get_attribute("data-context")
+        assert context and f"context={context}" in page.url
+        await page.reload()
+        await expect(page.locator("#chat")).to_have_attribute("data-context", context)
+        await expect(page.locator("#tasks")).to_contain_text("completed")
+
+
+async def test_a_hostile_agent_renders_inert(page: Page, tmp_path: Path) -> None:
+    async with hostile_agent() as agent_url:
+        path = write_app(tmp_path / "hostile.yaml", one_agent_document("bad", agent_url))
+        async with console(source_of(path), page) as url:
+            await page.goto(url + "/apps/local/console-test/agents/bad")
+            skills = page.locator("#card .skill")
+            await expect(skills.filter(has_text="evil")).to_contain_text(HOSTILE)
+            await expect(page.locator("h1")).to_contain_text("bad")
+            # only the console's own script; no element an agent wrote
+            await expect(page.locator("script")).to_have_count(1)
+            await expect(page.locator("main img")).to_have_count(0)
+            await expect(page.locator('a[href^="javascript"]')).to_have_count(0)
+            box = page.get_by_label("Message")
+            await box.fill("link")
+            await box.press("Enter")
+            inert = page.locator("#transcript .inert-url")
+            await expect(inert).to_contain_text("javascript:window.pwned=3", timeout=WAIT)
+            await expect(page.locator("#transcript li.agent").last).to_contain_text(HOSTILE)
+            await expect(page.locator('a[href^="javascript"]')).to_have_count(0)
+            await box.fill("big")
+            await box.press("Enter")
+            await expect(page.locator("#transcript")).to_contain_text(
+                f"{BIG} characters: the first 65536 are shown", timeout=WAIT
+            )
+            await expect(page.locator("#chat-status")).to_have_text("done")
+
+
+async def test_an_agent_that_is_down_is_said_and_the_page_stays_usable(
+    page: Page, tmp_path: Path
+) -> None:
+    from tests.ports import free_port
+
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    path = write_app(tmp_path / "down.yaml", one_agent_document("gone", nowhere))
+    async with console(source_of(path), page) as url:
+        await page.goto(url + "/apps/local/console-test/agents/gone")
+        await expect(page.locator("#card-error")).to_contain_text(f"cannot reach {nowhere}")
+        await page.get_by_role("link", name="console-test").click()
+        await expect(page.locator('g.node[data-node="gone"]')).to_be_visible()
+        await expect(page.locator("#app-ready")).to_have_text("Ready: False", timeout=WAIT)
