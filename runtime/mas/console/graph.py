@@ -16,7 +16,7 @@ from mas.console.html import attr, esc
 from mas.console.views import ApplicationView
 
 NODE_W, NODE_H = 170, 54
-GAP_X, GAP_Y = 90, 26
+GAP_X, GAP_Y = 130, 26
 MARGIN = 20
 LABEL_CHARS = 22  # of a node's name on the graph (the page lists the whole name)
 
@@ -77,13 +77,13 @@ def svg(view: ApplicationView) -> str:
     placed = layout(view)
     if not placed:
         return '<p class="empty">This Application has no agents to draw.</p>'
-    width = max(p.x for p in placed.values()) + NODE_W + MARGIN
-    height = max(p.y for p in placed.values()) + NODE_H + MARGIN
+    width = max(p.x for p in placed.values()) + NODE_W + MARGIN + 50  # room for side bends
+    height = max(p.y for p in placed.values()) + 2 * NODE_H + MARGIN  # and back edges
     parts = [
         f'<svg class="graph" role="group" aria-label="{attr("agency of " + view.name)}" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="10" '
+        'markerHeight="10" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
         'class="arrowhead"/></marker></defs>',
     ]
     for edge in view.edges:
@@ -91,10 +91,13 @@ def svg(view: ApplicationView) -> str:
         x1, y1, x2, y2 = _ends(a, b)
         label = f"{edge.source} → {edge.target} ({edge.via}): {edge.state}"
         if a.id == b.id:
-            path = f"M{x1},{y1} c40,-50 80,-50 {x2 - x1},{y2 - y1}"
-        elif b.layer <= a.layer:  # back or sideways: bend around
-            mid = (x1 + x2) / 2
-            path = f"M{x1},{y1} C{mid + 60},{y1 - 40} {mid - 60},{y2 - 40} {x2},{y2}"
+            path = f"M{x1},{y1} c10,-40 30,-40 {x2 - x1},{y2 - y1}"
+        elif b.layer == a.layer:  # same layer: from one's side to the other's, bent outwards
+            bend = x1 + 45
+            path = f"M{x1},{y1} C{bend},{y1} {bend},{y2} {x2},{y2}"
+        elif b.layer < a.layer:  # back to an earlier layer: below both
+            low = max(y1, y2) + NODE_H
+            path = f"M{x1},{y1} C{x1},{low} {x2},{low} {x2},{y2}"
         else:
             mid = (x1 + x2) / 2
             path = f"M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}"
@@ -105,7 +108,8 @@ def svg(view: ApplicationView) -> str:
             f'data-message="{attr(edge.message)}" aria-label="{attr(label)}">'
             f"<title>{esc(label)}</title>"
             f'<path d="{path}" marker-end="url(#arrow)"/>'
-            f'<text class="via" x="{(x1 + x2) / 2:.0f}" y="{(y1 + y2) / 2 - 6:.0f}">'
+            f'<text class="via" x="{x1 + 0.55 * (x2 - x1):.0f}" '
+            f'y="{y1 + 0.55 * (y2 - y1) - 6:.0f}">'
             f"{esc(edge.via)}</text></g>"
         )
     agents = {a.id: a for a in view.agents}
@@ -143,7 +147,9 @@ def svg(view: ApplicationView) -> str:
 
 def _ends(a: Placed, b: Placed) -> tuple[float, float, float, float]:
     if a.id == b.id:
-        return a.x + NODE_W - 30, a.y, a.x + NODE_W - 10, a.y
+        return a.x + NODE_W - 40, a.y, a.x + NODE_W - 10, a.y
     if b.layer > a.layer:
         return a.x + NODE_W, a.y + NODE_H / 2, b.x, b.y + NODE_H / 2
-    return a.x + NODE_W / 2, a.y, b.x + NODE_W / 2, b.y
+    if b.layer == a.layer:  # right side to right side
+        return a.x + NODE_W, a.y + NODE_H / 2, b.x + NODE_W, b.y + NODE_H / 2
+    return a.x + NODE_W / 2, a.y + NODE_H, b.x + NODE_W / 2, b.y + NODE_H
