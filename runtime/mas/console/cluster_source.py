@@ -80,9 +80,11 @@ class ClusterSource(Source):
 
         try:
             if in_cluster:
-                config.load_incluster_config()  # type: ignore[no-untyped-call]
-            else:
-                config.load_kube_config(  # type: ignore[no-untyped-call]
+                configuration = client.Configuration()
+                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+                api = client.ApiClient(configuration)
+            else:  # a client of its own: the process-wide default is left alone
+                api = config.new_client_from_config(  # type: ignore[no-untyped-call]
                     config_file=kubeconfig, context=context
                 )
         except Exception as exc:
@@ -91,7 +93,7 @@ class ClusterSource(Source):
                 f"cannot load {where}: {' '.join(str(exc).split())[:300]}; give --kubeconfig "
                 "PATH and --kube-context NAME, or --in-cluster in a pod"
             ) from None
-        return cls(client.ApiClient(), list(namespaces))
+        return cls(api, list(namespaces))
 
     @property
     def mode(self) -> str:
