@@ -5,7 +5,8 @@
 - Bound to any other address it must sit behind a proxy that authenticates (the
   oauth2-proxy pattern): :class:`Access` then requires the request to come from an address
   in ``proxy_ranges`` *and* to carry the ``user_header`` the proxy sets; anything else is
-  refused (403 or 401) before a page is rendered. :func:`check_bind` refuses to start on a
+  refused (403 or 401) before a page is rendered (``/healthz`` alone is open: it says
+  ``ok``, for the kubelet's probe). :func:`check_bind` refuses to start on a
   non-loopback address without both.
 - Every answer carries a Content-Security-Policy without inline scripts or styles,
   ``frame-ancestors 'none'``, ``X-Frame-Options: DENY``, ``nosniff`` and no referrer.
@@ -130,7 +131,8 @@ class Guard:
         request = Request(scope)
         client = request.client.host if request.client else None
         user = request.headers.get(self.access.user_header) if self.access.proxied else None
-        refused = self.access.refusal(client, user)
+        # /healthz says nothing of the Applications: the kubelet's probe needs no proxy
+        refused = None if scope["path"] == "/healthz" else self.access.refusal(client, user)
         if refused is None and request.method not in ("GET", "HEAD"):
             refused = _write_refusal(request)
 
