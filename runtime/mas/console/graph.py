@@ -83,8 +83,8 @@ def svg(view: ApplicationView) -> str:
         f'<svg class="graph" role="group" aria-label="{attr("agency of " + view.name)}" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="10" '
-        'markerHeight="10" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
-        'class="arrowhead"/></marker></defs>',
+        'markerHeight="10" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
+        '<path d="M0,0 L10,5 L0,10 z" class="arrowhead"/></marker></defs>',
     ]
     for edge in view.edges:
         a, b = placed[edge.source], placed[edge.target]
