@@ -115,6 +115,29 @@ async def test_a_chat_turn_streams_and_shows_the_delegation(page: Page, desk: Ou
         desk.release.unlink()
 
 
+async def test_cancel_ends_the_turn_and_its_task(page: Page, desk: OurAgent) -> None:
+    async with console(source_of(desk_path(desk)), page) as url:
+        await page.goto(url + "/apps/local/session-modes/agents/desk")
+        box = page.get_by_label("Message")
+        await box.fill("story")
+        await box.press("Enter")
+        transcript = page.locator("#transcript")
+        reply = transcript.locator("li.agent").last
+        await expect(reply.locator(".text")).to_have_text("one ", timeout=WAIT)
+        await page.get_by_role("button", name="Cancel").click()
+        # the agent ended the turn canceled: the stream said so, the page did not guess
+        await expect(transcript.locator("li.note").last).to_have_text("canceled", timeout=WAIT)
+        await expect(page.locator("#chat-status")).to_have_text("canceled")
+        await expect(page.get_by_role("button", name="Send")).to_be_enabled()
+        await expect(reply.locator(".text")).to_have_text("one ")
+        task_id = await reply.get_attribute("data-task")
+        assert task_id
+        # the agent's task list says the task was canceled
+        await page.reload()
+        row = page.locator("#tasks tbody tr", has_text=task_id)
+        await expect(row).to_contain_text("canceled")
+
+
 async def test_a_question_is_answered_in_the_page(page: Page, desk: OurAgent) -> None:
     async with console(source_of(desk_path(desk)), page) as url:
         await page.goto(url + "/apps/local/session-modes/agents/desk")

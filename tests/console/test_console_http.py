@@ -4,18 +4,23 @@ command's bad input, and ``mas-ctl console -f`` started as a person starts it.""
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
+import uuid
 from pathlib import Path
 
 import httpx
 import pytest
+from a2a.types import TaskState
 from console_support import console, one_agent_document
 from tests.conftest import EXAMPLES
+from tests.ctl_client.ctl_client_support import OurAgent, wait_state
 from tests.ports import free_port
 from tests.session_modes.session_modes_support import write_app
 
 from mas.console.document_source import DocumentSource
 from mas.console.security import check_bind
+from mas.infra.documents import read_yaml_file
 from mas.infra.wiring import wire
 
 pytestmark = pytest.mark.integration
@@ -54,13 +59,49 @@ async def test_a_turn_needs_the_console_header_and_its_own_origin() -> None:
         for bad, why in (
             ({"text": "", "context_id": "c"}, "text must be"),
             ({"text": "hi", "context_id": "\x00"}, "context_id must be"),
-            ({"text": "hi"}, "the body must be JSON"),
+            ({"text": "hi"}, "the body must be a JSON object"),
         ):
             answer = await http.post(turn, json=bad, headers={"x-console": "1"})
             assert answer.status_code == 400 and why in answer.json()["error"]
         inprocess = url + "/apps/local/research-desk/agents/summarizer/turn"
         answer = await http.post(inprocess, json=body, headers={"x-console": "1"})
         assert answer.status_code == 404
+
+
+async def test_a_cancel_needs_the_header_a_context_and_an_agent_with_a_url() -> None:
+    async with console(example_source()) as url, httpx.AsyncClient(timeout=STEP) as http:
+        cancel = url + "/apps/local/research-desk/agents/concierge/cancel"
+        bare = await http.post(cancel, json={"context_id": "c"})
+        assert bare.status_code == 403 and "X-Console: 1" in bare.text
+        for bad, why in (
+            ({}, 'the body must be a JSON object {"context_id": "..."}'),
+            ({"context_id": ""}, "context_id must be"),
+            ({"context_id": "c", "task_id": 7}, "task_id must be absent or"),
+        ):
+            answer = await http.post(cancel, json=bad, headers={"x-console": "1"})
+            assert answer.status_code == 400 and why in answer.json()["error"], answer.text
+        inprocess = url + "/apps/local/research-desk/agents/summarizer/cancel"
+        answer = await http.post(inprocess, json={"context_id": "c"}, headers={"x-console": "1"})
+        assert answer.status_code == 404 and "summarizer" in answer.json()["error"]
+
+
+async def test_a_turn_whose_reader_goes_away_has_its_task_canceled(desk: OurAgent) -> None:
+    source = DocumentSource(wire(read_yaml_file(desk.release.parent / "desk.yaml")))
+    async with console(source) as url, httpx.AsyncClient(timeout=STEP) as http:
+        turn = url + "/apps/local/session-modes/agents/desk/turn"
+        body = {"text": "story", "context_id": f"cut-{uuid.uuid4()}"}
+        task_id, text = "", ""
+        async with http.stream("POST", turn, json=body, headers={"x-console": "1"}) as stream:
+            async for line in stream.aiter_lines():
+                event = json.loads(line)
+                task_id = event.get("task_id", task_id)
+                text += event.get("text", "") if event["kind"] == "text" else ""
+                if text == "one ":
+                    break  # the story is held: the reader leaves mid-turn
+        assert task_id and text == "one "
+        # the console cancels the task the stream started; the agent says so
+        task = await wait_state(desk.url, task_id, TaskState.TASK_STATE_CANCELED)
+        assert task.status.state == TaskState.TASK_STATE_CANCELED
 
 
 async def test_behind_a_proxy_only_its_range_and_user_header_pass() -> None:

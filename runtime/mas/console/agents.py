@@ -14,6 +14,11 @@ shows. Answers are read by :mod:`library_ioa.plugins.a2a.answers` (through
   :data:`ARTIFACT_TEXT_LIMIT`), data (``data``), url (``url``), file (``size``,
   ``media_type``);
 - ``{"kind": "ended", "status", "text"}`` last, or ``{"kind": "error", "message"}``.
+
+A turn is canceled by :meth:`AgentCalls.cancel` (the page's Cancel button: ``CancelTask``,
+after which the agent ends the turn's stream ``canceled``). A turn whose page goes away
+mid-stream is canceled too, on a connection of its own, in a task :meth:`AgentCalls.aclose`
+waits for.
 """
 
 from __future__ import annotations
@@ -61,6 +66,14 @@ class AgentCalls:
 
     def __init__(self, credentials: Credentials | None = None) -> None:
         self.credentials = credentials or resolve_credentials([], None, None)
+        self._leftovers: set[asyncio.Task[object]] = set()
+
+    async def aclose(self) -> None:
+        """Wait (at most :data:`CANCEL_SECONDS`) for the cancels of turns a page left."""
+        if self._leftovers:
+            await asyncio.wait(self._leftovers, timeout=CANCEL_SECONDS)
+        for task in self._leftovers:
+            task.cancel()
 
     @contextlib.asynccontextmanager
     async def _connect(self, url: str) -> AsyncIterator[Connection]:
@@ -115,16 +128,28 @@ class AgentCalls:
                         if record is not None:
                             yield record
                 except (asyncio.CancelledError, GeneratorExit):
-                    # the page went away or canceled: cancel the task it started
-                    await asyncio.shield(_cancel_quietly(conn, ids))
+                    # the page went away: cancel the task it started, on a connection of its
+                    # own (this one closes with the stream)
+                    self._leave(self._cancel_quietly(url, ids))
                     raise
         except ClientError as exc:
             yield {"kind": "error", "message": str(exc)}
 
+    async def cancel(self, url: str, context_id: str, task_id: str | None) -> list[dict[str, str]]:
+        """``CancelTask`` of a turn's task (found by its context when ``task_id`` is not
+        known yet); per task, its state after the call or why the call failed."""
+        async with self._connect(url) as conn:
+            outcomes = await cancel_turn(conn, TurnIds(context_id=context_id, task_id=task_id))
+        return [{"task_id": task, "state": state} for task, state in outcomes]
 
-async def _cancel_quietly(conn: Connection, ids: TurnIds) -> None:
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(cancel_turn(conn, ids), CANCEL_SECONDS)
+    def _leave(self, call: Any) -> None:
+        task: asyncio.Task[object] = asyncio.get_running_loop().create_task(call)
+        self._leftovers.add(task)
+        task.add_done_callback(self._leftovers.discard)
+
+    async def _cancel_quietly(self, url: str, ids: TurnIds) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.cancel(url, ids.context_id, ids.task_id), CANCEL_SECONDS)
 
 
 def event_record(event: object) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@
 ``GET /apps/{ns}/{name}/updates``                         SSE: its edges and badges on change
 ``GET /apps/{ns}/{name}/agents/{agent}[?context=ID]``     an agent: card, tasks, chat
 ``POST /apps/{ns}/{name}/agents/{agent}/turn``            one chat turn, JSON lines
+``POST /apps/{ns}/{name}/agents/{agent}/cancel``          cancel a turn's task, JSON
 ``GET /apps/{ns}/{name}/agents/{agent}/tasks/{id}``       a task: history, artifacts
 ``GET /healthz``                                          ``ok``
 =======================================================  ====================================
@@ -147,29 +148,29 @@ def build_app(
         record = task_record(result, node.url)
         return html(pages.task_page(view, agent_id, record, mode, options.trace_template))
 
-    async def turn(request: Request) -> Response:
+    def agent_url(request: Request) -> str | Response:
+        """The url of the path's agent, or the JSON answer that says there is none."""
         view = find(request)
         agent_id = request.path_params["agent"]
         node = view.agent(agent_id) if view is not None else None
         if view is None or node is None or not node.url:
             return JSONResponse({"error": _missing(request, agent_id)}, status_code=404)
-        body = await request.body()
-        if len(body) > BODY_LIMIT:
-            return JSONResponse({"error": f"the request is over {BODY_LIMIT} bytes"}, 413)
-        try:
-            data = json.loads(body)
-            text, context_id = data["text"], data["context_id"]
-        except (ValueError, KeyError, TypeError):
-            return JSONResponse(
-                {"error": 'the body must be JSON {"text": "...", "context_id": "..."}'}, 400
-            )
+        return node.url
+
+    async def turn(request: Request) -> Response:
+        url = agent_url(request)
+        if isinstance(url, Response):
+            return url
+        data = await _json_body(request, ("text", "context_id"))
+        if isinstance(data, Response):
+            return data
+        text, context_id = data["text"], data["context_id"]
         if not isinstance(text, str) or not text.strip() or len(text) > TEXT_LIMIT:
             return JSONResponse(
                 {"error": f"text must be 1 to {TEXT_LIMIT} characters, not only spaces"}, 400
             )
         if not isinstance(context_id, str) or not _context_ok(context_id):
             return JSONResponse({"error": "context_id must be 1 to 200 printable characters"}, 400)
-        url = node.url
 
         async def lines() -> AsyncIterator[str]:
             async for event in calls.turn(url, text, context_id):
@@ -178,6 +179,25 @@ def build_app(
         return StreamingResponse(
             lines(), media_type="application/x-ndjson", headers={"cache-control": "no-store"}
         )
+
+    async def cancel(request: Request) -> Response:
+        url = agent_url(request)
+        if isinstance(url, Response):
+            return url
+        data = await _json_body(request, ("context_id",))
+        if isinstance(data, Response):
+            return data
+        context_id, task_id = data["context_id"], data.get("task_id")
+        if not isinstance(context_id, str) or not _context_ok(context_id):
+            return JSONResponse({"error": "context_id must be 1 to 200 printable characters"}, 400)
+        if task_id is not None and (not isinstance(task_id, str) or not _context_ok(task_id)):
+            return JSONResponse(
+                {"error": "task_id must be absent or 1 to 200 printable characters"}, 400
+            )
+        outcome = await _bounded(calls.cancel(url, context_id, task_id))
+        if isinstance(outcome, str):
+            return JSONResponse({"error": outcome}, status_code=502)
+        return JSONResponse({"tasks": outcome}, headers={"cache-control": "no-store"})
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok\n")
@@ -188,6 +208,7 @@ def build_app(
         try:
             yield
         finally:
+            await calls.aclose()
             await source.stop()
 
     routes = [
@@ -198,6 +219,7 @@ def build_app(
         Route("/apps/{ns}/{name}/updates", app_updates),
         Route("/apps/{ns}/{name}/agents/{agent}", agent),
         Route("/apps/{ns}/{name}/agents/{agent}/turn", turn, methods=["POST"]),
+        Route("/apps/{ns}/{name}/agents/{agent}/cancel", cancel, methods=["POST"]),
         Route("/apps/{ns}/{name}/agents/{agent}/tasks/{task}", task),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
@@ -211,6 +233,21 @@ def _missing(request: Request, agent: str | None = None) -> str:
     if agent is None:
         return f"no Application {what}"
     return f"no agent {agent!r} with a url in Application {what}"
+
+
+async def _json_body(request: Request, required: tuple[str, ...]) -> dict[str, Any] | Response:
+    """The request's JSON object with ``required`` keys, or the 4xx answer that says why not."""
+    body = await request.body()
+    if len(body) > BODY_LIMIT:
+        return JSONResponse({"error": f"the request is over {BODY_LIMIT} bytes"}, 413)
+    shape = ", ".join(f'"{key}": "..."' for key in required)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or any(key not in data for key in required):
+        return JSONResponse({"error": f"the body must be a JSON object {{{shape}}}"}, 400)
+    return data
 
 
 def _context_ok(context_id: str) -> bool:

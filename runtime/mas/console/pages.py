@@ -270,7 +270,8 @@ def card_section(card: AgentCard) -> str:
 def chat_section(base: str, context_id: str) -> str:
     return (
         f'<section aria-labelledby="chat-h" id="chat" data-turn="{attr(base)}/turn" '
-        f'data-context="{attr(context_id)}"><h2 id="chat-h">Chat</h2>'
+        f'data-cancel="{attr(base)}/cancel" data-context="{attr(context_id)}">'
+        '<h2 id="chat-h">Chat</h2>'
         '<p class="hint">This conversation has its own address: <a id="chat-link" '
         f'href="{attr(base)}?context={attr(quote(context_id, safe=""))}">link</a></p>'
         '<ol id="transcript" aria-live="polite" aria-label="conversation"></ol>'

@@ -10,7 +10,7 @@
   const status = document.getElementById("chat-status");
   const transcript = document.getElementById("transcript");
   const contextId = chat.dataset.context;
-  let running = null;
+  let running = null; // the turn under way: { controller, taskId }
 
   // The conversation has its own address: put it in the location bar without a reload.
   const here = new URL(location.href);
@@ -78,7 +78,8 @@
     line("user", "you", text);
     const reply = line("agent", "agent", "");
     const controller = new AbortController();
-    running = controller;
+    const current = { controller: controller, taskId: null };
+    running = current;
     send.disabled = true;
     cancel.disabled = false;
     status.textContent = "the agent is answering";
@@ -108,6 +109,10 @@
           const event = JSON.parse(buffered.slice(0, at));
           buffered = buffered.slice(at + 1);
           if (event.kind === "text") reply.textContent += event.text;
+          else if (event.kind === "task") {
+            current.taskId = event.task_id;
+            reply.parentElement.dataset.task = event.task_id;
+          }
           else if (event.kind === "delegated") {
             const what = (event.tool ? "tool " : "delegated to ") + event.target + ": " + (event.ok ? "ok" : "failed");
             line("note delegation", "", "· " + what + (event.detail ? ": " + event.detail : ""));
@@ -134,6 +139,9 @@
       } else if (ended.status === "completed") {
         if (!reply.textContent) reply.textContent = ended.text;
         status.textContent = "done";
+      } else if (ended.status === "canceled") {
+        line("note", "", "canceled");
+        status.textContent = "canceled";
       } else {
         line("error", "", "the turn " + ended.status + (ended.text ? ": " + ended.text : ""));
         status.textContent = ended.status;
@@ -153,5 +161,31 @@
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
   });
-  cancel.addEventListener("click", () => { if (running) running.abort(); });
+  // Cancel asks the console to cancel the turn's task; the agent then ends the stream
+  // "canceled". When the console cannot, the page stops reading the stream (the console
+  // cancels the task when the stream is cut).
+  cancel.addEventListener("click", async () => {
+    const turn = running;
+    if (!turn) return;
+    cancel.disabled = true;
+    status.textContent = "canceling";
+    let why = null;
+    try {
+      const response = await fetch(chat.dataset.cancel, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-console": "1" },
+        body: JSON.stringify({ context_id: contextId, task_id: turn.taskId }),
+      });
+      if (!response.ok) {
+        why = "HTTP " + response.status;
+        try { why = (await response.json()).error || why; } catch (e) { /* not JSON */ }
+      }
+    } catch (error) {
+      why = error.message;
+    }
+    if (why !== null && running === turn) {
+      line("error", "", "the console could not cancel the task: " + why);
+      turn.controller.abort();
+    }
+  });
 })();
