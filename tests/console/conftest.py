@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from console_support import CHROMIUM, CHROMIUM_FLAGS, need_browser
+from console_support import CHROMIUM, CHROMIUM_FLAGS, Example, need_browser, serve_example
 from playwright.async_api import Browser, Page, async_playwright
 from tests.ctl_client.ctl_client_support import OurAgent, serve_desk
 
@@ -52,3 +52,10 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OurAgent]:
     """The scripted desk of the client tests, served by a real ``mas-ctl serve``."""
     with serve_desk(tmp_path_factory.mktemp("desk")) as agent:
         yield agent
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    """The example agency's concierge and researcher, each a real ``mas-ctl serve``."""
+    with serve_example(tmp_path_factory.mktemp("example")) as served:
+        yield served

@@ -1,4 +1,5 @@
-"""Support of the console tests: the console served in-process on loopback, a hostile
+"""Support of the console tests: the console served in-process on loopback, the example
+agency's concierge and researcher served by real ``mas-ctl serve`` processes, a hostile
 a2a-sdk agent, and Debian's chromium driven by Playwright (never a downloaded browser).
 
 Without ``/usr/bin/chromium`` the browser tests skip, unless ``MAS_REQUIRE_BROWSER=1``
@@ -10,13 +11,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import uvicorn
+import yaml
 from a2a.helpers.proto_helpers import get_message_text
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -28,7 +34,11 @@ from a2a.types.a2a_pb2 import Part
 from compliance.a2a.baseline_server import build_card, open_task
 from playwright.async_api import Page
 from starlette.applications import Starlette
+from tests.conftest import EXAMPLES
+from tests.ctl_client.ctl_client_support import environment
+from tests.deadlines import COLD_START
 from tests.ports import free_port
+from tests.session_modes.session_modes_support import write_app
 
 from mas.console.app import ConsoleOptions, build_app
 from mas.console.sources import Source
@@ -162,3 +172,81 @@ def one_agent_document(agent: str, url: str, **spec: Any) -> dict[str, Any]:
             "endpoints": {agent: {"protocol": "a2a", "url": url, "usage": "deploy"}},
         },
     }
+
+
+def example_document() -> dict[str, Any]:
+    """``examples/agency.yaml`` with every port of it one the OS says is free."""
+    document: dict[str, Any] = yaml.safe_load((EXAMPLES / "agency.yaml").read_text())
+    for endpoint in document["spec"]["endpoints"].values():
+        path = "/mcp" if endpoint["url"].endswith("/mcp") else ""
+        endpoint["url"] = f"http://{HOST}:{free_port()}{path}"
+        if "grpc_port" in endpoint.get("a2a", {}):
+            endpoint["a2a"]["grpc_port"] = free_port()
+    return document
+
+
+@dataclass
+class Example:
+    """The example agency: its document, its concierge and researcher answering."""
+
+    path: Path
+    urls: dict[str, str]  # agent -> url
+
+
+@contextlib.contextmanager
+def serve_example(workdir: Path) -> Iterator[Example]:
+    """The example's concierge and researcher, each a real ``mas-ctl serve`` (their ready
+    lines awaited with a deadline), until the block ends. web-search and text-tools stay
+    unserved: their edges show that."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    document = example_document()
+    path = write_app(workdir / "agency.yaml", document)
+    agents = ("researcher", "concierge")
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for agent in agents:
+            processes.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "mas.ctl.cli",
+                        "serve",
+                        "-f",
+                        str(path),
+                        "--agent",
+                        agent,
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    env=environment(workdir / agent),
+                )
+            )
+        for agent, process in zip(agents, processes, strict=True):
+            line = _ready_line(process)
+            assert line.startswith(f"serving {agent}"), line
+        urls = {a: document["spec"]["endpoints"][a]["url"] for a in agents}
+        yield Example(path, urls)
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+def _ready_line(process: subprocess.Popen[bytes]) -> str:
+    assert process.stdout is not None
+    deadline = time.monotonic() + COLD_START
+    seen: list[str] = []
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if selector.select(timeout=deadline - time.monotonic()):
+                line = process.stdout.readline().decode(errors="replace")
+                if not line:
+                    raise AssertionError(f"mas-ctl serve exited {process.wait()}: {seen}")
+                if line.startswith("serving "):
+                    return line.strip()
+                seen.append(line.rstrip())
+    raise AssertionError(f"mas-ctl serve printed no ready line within {COLD_START}s: {seen}")

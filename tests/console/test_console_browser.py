@@ -12,7 +12,14 @@ import signal
 from pathlib import Path
 
 import pytest
-from console_support import BIG, HOSTILE, console, hostile_agent, one_agent_document
+from console_support import (
+    BIG,
+    HOSTILE,
+    Example,
+    console,
+    hostile_agent,
+    one_agent_document,
+)
 from playwright.async_api import Page, expect
 from tests.conftest import EXAMPLES
 from tests.ctl_client.ctl_client_support import OurAgent, serve_desk
@@ -113,6 +120,33 @@ async def test_a_chat_turn_streams_and_shows_the_delegation(page: Page, desk: Ou
         await expect(story).to_have_text("one two three", timeout=WAIT)
         await expect(page.locator("#chat-status")).to_have_text("done")
         desk.release.unlink()
+
+
+async def test_a_conversation_with_the_concierge_shows_the_hop_to_the_researcher(
+    page: Page, example: Example
+) -> None:
+    async with console(source_of(example.path), page) as url:
+        await page.goto(url + "/apps/local/research-desk")
+        # both agents answer: the concierge's hop to the researcher is Ready on the graph
+        hop = page.locator('g.edge[data-key="concierge|researcher|a2a"]')
+        await expect(hop).to_have_class(re.compile(r"\bstate-ready\b"), timeout=WAIT)
+        await expect(page.locator("#app-ready")).to_have_text("Ready: True")
+        # web-search is not served here: its edge says so
+        search = page.locator('g.edge[data-key="researcher|web-search|a2a"]')
+        await expect(search).to_have_class(re.compile(r"\bstate-unreachable\b"))
+        await page.locator('tr[data-agent="concierge"]').get_by_role("link").click()
+        await expect(page.locator("#card")).to_contain_text("Answer research questions")
+        box = page.get_by_label("Message")
+        await box.fill("research A2A 1.0")
+        await box.press("Enter")
+        transcript = page.locator("#transcript")
+        await expect(transcript.locator(".delegation")).to_have_text(
+            re.compile(r"^· delegated to researcher: ok"), timeout=WAIT
+        )
+        await expect(transcript.locator("li.agent").last).to_contain_text(
+            "found: sources on A2A 1.0"
+        )
+        await expect(page.locator("#chat-status")).to_have_text("done")
 
 
 async def test_cancel_ends_the_turn_and_its_task(page: Page, desk: OurAgent) -> None:
