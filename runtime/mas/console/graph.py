@@ -19,6 +19,7 @@ NODE_W, NODE_H = 170, 54
 GAP_X, GAP_Y = 130, 26
 MARGIN = 20
 LABEL_CHARS = 22  # of a node's name on the graph (the page lists the whole name)
+LABEL_AT = 0.75  # where along a forward edge its via label sits (0: source, 1: target)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,9 @@ def svg(view: ApplicationView) -> str:
         a, b = placed[edge.source], placed[edge.target]
         x1, y1, x2, y2 = _ends(a, b)
         label = f"{edge.source} → {edge.target} ({edge.via}): {edge.state}"
+        # the via label sits on the line, nearer the target: edges that cross in the middle
+        # (two nodes swapping rows) keep their labels apart
+        tx, ty = x1 + 0.55 * (x2 - x1), y1 + 0.55 * (y2 - y1)
         if a.id == b.id:
             path = f"M{x1},{y1} c10,-40 30,-40 {x2 - x1},{y2 - y1}"
         elif b.layer == a.layer:  # same layer: from one's side to the other's, bent outwards
@@ -101,6 +105,8 @@ def svg(view: ApplicationView) -> str:
         else:
             mid = (x1 + x2) / 2
             path = f"M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}"
+            tx = _on_curve(LABEL_AT, x1, mid, mid, x2)
+            ty = _on_curve(LABEL_AT, y1, y1, y2, y2)
         parts.append(
             f'<g class="edge state-{attr(edge.state.lower())}" tabindex="0" role="button" '
             f'data-key="{attr(edge.key)}" data-label="{attr(label)}" '
@@ -108,8 +114,7 @@ def svg(view: ApplicationView) -> str:
             f'data-message="{attr(edge.message)}" aria-label="{attr(label)}">'
             f"<title>{esc(label)}</title>"
             f'<path d="{path}" marker-end="url(#arrow)"/>'
-            f'<text class="via" x="{x1 + 0.55 * (x2 - x1):.0f}" '
-            f'y="{y1 + 0.55 * (y2 - y1) - 6:.0f}">'
+            f'<text class="via" x="{tx:.0f}" y="{ty - 6:.0f}">'
             f"{esc(edge.via)}</text></g>"
         )
     agents = {a.id: a for a in view.agents}
@@ -143,6 +148,12 @@ def svg(view: ApplicationView) -> str:
         parts.append(inner)
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _on_curve(t: float, start: float, c1: float, c2: float, end: float) -> float:
+    """One coordinate of the cubic Bezier ``start, c1, c2, end`` at ``t``."""
+    u = 1 - t
+    return u**3 * start + 3 * u * u * t * c1 + 3 * u * t * t * c2 + t**3 * end
 
 
 def _ends(a: Placed, b: Placed) -> tuple[float, float, float, float]:

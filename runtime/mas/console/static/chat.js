@@ -19,6 +19,8 @@
     history.replaceState(null, "", here.toString());
   }
 
+  let pending = null; // the reply of the turn under way while it has no text yet
+
   function line(kind, who, text) {
     const li = document.createElement("li");
     li.className = kind;
@@ -33,7 +35,14 @@
     t.textContent = text || "";
     li.appendChild(t);
     transcript.appendChild(li);
+    keepReplyLast();
     return t;
+  }
+
+  // What the agent did before it said anything (a delegation, an artifact) shows above its
+  // reply, in the order it happened.
+  function keepReplyLast() {
+    if (pending && !pending.textContent) transcript.appendChild(pending.parentElement);
   }
 
   function artifact(event) {
@@ -72,11 +81,13 @@
       li.appendChild(d);
     }
     transcript.appendChild(li);
+    keepReplyLast();
   }
 
   async function turn(text) {
     line("user", "you", text);
     const reply = line("agent", "agent", "");
+    pending = reply;
     const controller = new AbortController();
     const current = { controller: controller, taskId: null };
     running = current;
@@ -125,6 +136,7 @@
       if (error.name === "AbortError") line("note", "", "canceled");
       else line("error", "", "the turn broke off: " + error.message);
     } finally {
+      pending = null;
       running = null;
       send.disabled = false;
       cancel.disabled = true;
