@@ -21,6 +21,7 @@ from console_support import (
     one_agent_document,
 )
 from playwright.async_api import Page, expect
+from screenshots import PAGES, shoot
 from tests.conftest import EXAMPLES
 from tests.ctl_client.ctl_client_support import OurAgent, serve_desk
 from tests.session_modes.session_modes_support import write_app
@@ -238,3 +239,15 @@ async def test_an_agent_that_is_down_is_said_and_the_page_stays_usable(
         await page.get_by_role("link", name="console-test").click()
         await expect(page.locator('g.node[data-node="gone"]')).to_be_visible()
         await expect(page.locator("#app-ready")).to_have_text("Ready: False", timeout=WAIT)
+
+
+async def test_every_page_shows_what_the_docs_show(
+    page: Page, example: Example, tmp_path: Path
+) -> None:
+    """The walk scripts/console-screenshots takes for docs/console.md, each page awaited on
+    what it shows; every PNG written."""
+    async with console(source_of(example.path), page) as url:
+        shots = await shoot(page, url, tmp_path)
+    assert sorted(shots) == sorted(PAGES)
+    for name, path in shots.items():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
