@@ -32,7 +32,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentInterface, AgentSkill
 from a2a.types.a2a_pb2 import Part
 from compliance.a2a.baseline_server import build_card, open_task
-from playwright.async_api import Page
+from playwright.async_api import Locator, Page
 from starlette.applications import Starlette
 from tests.conftest import EXAMPLES
 from tests.ctl_client.ctl_client_support import environment
@@ -59,6 +59,22 @@ CHROMIUM_FLAGS = [
 START = 20.0  # the longest a server may take to listen
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
 BIG = 5 * 1024 * 1024  # characters of the big artifact
+
+
+# The middle of an edge's line, in the viewport's coordinates.
+EDGE_MIDDLE = """(line) => {
+  const at = line.getPointAtLength(line.getTotalLength() / 2);
+  const m = line.getScreenCTM();
+  return [at.x * m.a + at.y * m.c + m.e, at.x * m.b + at.y * m.d + m.f];
+}"""
+
+
+async def click_edge(page: Page, edge: Locator) -> None:
+    """Click the middle of ``edge``'s line, where a person clicks it (the middle of the
+    edge's box may lie off a curved line)."""
+    await edge.scroll_into_view_if_needed()
+    x, y = await edge.locator("path.line").evaluate(EDGE_MIDDLE)
+    await page.mouse.click(x, y)
 
 
 def need_browser() -> None:

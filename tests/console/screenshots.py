@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from console_support import CHROMIUM, CHROMIUM_FLAGS, console, serve_example
+from console_support import CHROMIUM, CHROMIUM_FLAGS, click_edge, console, serve_example
 from playwright.async_api import Page, async_playwright, expect
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "images" / "console"
@@ -49,7 +49,7 @@ async def shoot(page: Page, url: str, out: Path) -> dict[str, Path]:
     await row.get_by_role("link", name="research-desk").click()
     hop = page.locator('g.edge[data-key="concierge|researcher|a2a"]')
     await expect(hop).to_have_class(re.compile(r"\bstate-ready\b"), timeout=WAIT)
-    await hop.click()
+    await click_edge(page, hop)
     await expect(page.locator("#edge-detail")).to_contain_text("TargetReady")
     await snap("application")
 

@@ -16,6 +16,7 @@ from console_support import (
     BIG,
     HOSTILE,
     Example,
+    click_edge,
     console,
     hostile_agent,
     one_agent_document,
@@ -87,7 +88,7 @@ async def test_an_edge_turns_when_its_agent_stops_answering(page: Page, tmp_path
             # no reload: the page's live updates turn the edge
             await expect(edge).to_have_class(re.compile(r"\bstate-unreachable\b"), timeout=WAIT)
             await expect(page.locator("#app-ready")).to_have_text("Ready: False")
-            await edge.click()
+            await click_edge(page, edge)
             await expect(page.locator("#edge-detail")).to_contain_text("NoAnswer")
             row = page.locator('tr[data-agent="desk"] .replicas')
             await expect(row).to_have_text("no answer")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from console_support import console
+from console_support import click_edge, console
 from playwright.async_api import Page, expect
 from tests.conftest import EXAMPLES
 from tests.operator.operator_support import Api, RunningOperator, crd_document, eventually
@@ -74,7 +74,7 @@ async def test_an_edge_turns_pending_when_its_target_is_scaled_to_zero(
             )
             # no reload: the watch pushes the new status into the open page
             await expect(edge).to_have_class(re.compile(r"\bstate-pending\b"), timeout=WAIT)
-            await edge.click()
+            await click_edge(page, edge)
             await expect(page.locator("#edge-detail")).to_contain_text("ScaledToZero")
             await expect(page.locator("#edge-detail")).to_contain_text("scaled to 0 replicas")
             await expect(agent.locator(".replicas")).to_have_text("0/0")

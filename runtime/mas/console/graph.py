@@ -4,7 +4,8 @@ Layers: the entry agent first, then every node by its shortest distance from the
 along the edges (a cycle does not loop: a node is placed once); nodes no edge from the entry
 reaches follow in a last layer of their own. Within a layer, nodes keep the document's
 order. Every label is escaped; an edge is a focusable ``<g>`` whose ``data-*`` attributes
-carry its state, reason and message for the page's script (click or Enter shows them).
+carry its state, reason and message for the page's script (click or Enter shows them); under
+its line lies a wide transparent copy (``path.hit``), so a click near the line lands on it.
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ def svg(view: ApplicationView) -> str:
             f'data-state="{attr(edge.state)}" data-reason="{attr(edge.reason)}" '
             f'data-message="{attr(edge.message)}" aria-label="{attr(label)}">'
             f"<title>{esc(label)}</title>"
-            f'<path d="{path}" marker-end="url(#arrow)"/>'
+            f'<path class="hit" d="{path}"/><path class="line" d="{path}" '
+            'marker-end="url(#arrow)"/>'
             f'<text class="via" x="{tx:.0f}" y="{ty - 6:.0f}">'
             f"{esc(edge.via)}</text></g>"
         )
