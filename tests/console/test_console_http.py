@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -113,7 +114,7 @@ async def test_behind_a_proxy_only_its_range_and_user_header_pass() -> None:
         assert "research-desk" not in refused.text
 
 
-async def run_console(*args: str) -> tuple[int, str]:
+async def run_console(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -122,6 +123,7 @@ async def run_console(*args: str) -> tuple[int, str]:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
     )
     out, err = await asyncio.wait_for(process.communicate(), STEP)
     return process.returncode or 0, (out + err).decode()
@@ -141,6 +143,17 @@ async def test_bad_options_are_one_line(args: list[str], code: int, says: str) -
     returned, text = await run_console(*extra, *args)
     assert returned == code and says in text, text
     assert "Traceback" not in text
+
+
+async def test_an_unusable_token_in_the_environment_is_one_line(tmp_path: Path) -> None:
+    example = str(EXAMPLES / "agency.yaml")
+    for env, says in (
+        ({"MAS_CTL_TOKEN": "a\nb"}, "$MAS_CTL_TOKEN has a line break"),
+        ({"MAS_CTL_TOKEN_FILE": str(tmp_path / "none")}, "$MAS_CTL_TOKEN_FILE: cannot read"),
+    ):
+        returned, text = await run_console("-f", example, "--port", "0", env=env)
+        assert returned == 2 and text.startswith(f"error: {says}"), text
+        assert "Traceback" not in text and "internal error" not in text
 
 
 async def test_an_invalid_document_fails_like_validate(tmp_path: Path) -> None:

@@ -111,6 +111,15 @@ def handle(args: argparse.Namespace) -> int:
     except AccessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from mas.console.agents import AgentCalls
+    from mas.ctl.client.credentials import resolve_credentials
+    from mas.ctl.client.errors import OptionError
+
+    try:  # the console calls agents with $MAS_CTL_TOKEN / $MAS_CTL_TOKEN_FILE, as mas-ctl does
+        calls = AgentCalls(resolve_credentials([], None, None))
+    except OptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.file:
         from mas.console.document_source import DocumentSource
 
@@ -125,15 +134,15 @@ def handle(args: argparse.Namespace) -> int:
         except ClusterError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    return asyncio.run(_serve(source, access, args))
+    return asyncio.run(_serve(source, access, calls, args))
 
 
-async def _serve(source: Any, access: Any, args: argparse.Namespace) -> int:
+async def _serve(source: Any, access: Any, calls: Any, args: argparse.Namespace) -> int:
     import uvicorn
 
     from mas.console.app import ConsoleOptions, build_app
 
-    app = build_app(source, ConsoleOptions(trace_template=args.trace_url, access=access))
+    app = build_app(source, ConsoleOptions(trace_template=args.trace_url, access=access), calls)
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
