@@ -12,9 +12,11 @@ import asyncio
 import contextlib
 import os
 import selectors
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +61,27 @@ CHROMIUM_FLAGS = [
 START = 20.0  # the longest a server may take to listen
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
 BIG = 5 * 1024 * 1024  # characters of the big artifact
+EVIL_SVG = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" onload="window.pwned=5">'
+    b"<script>window.pwned=6</script></svg>"
+)
+
+
+def png(width: int, height: int) -> bytes:
+    """A grey PNG of ``width`` x ``height``."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 # The middle of an edge's line, in the viewport's coordinates.
@@ -123,7 +146,8 @@ async def console(source: Source, page: Page | None = None, **options: Any) -> A
 @dataclass
 class Hostile(AgentExecutor):
     """An agent whose card and answers are hostile: ``link`` answers with a ``javascript:``
-    url artifact, ``big`` with a 5 MB text artifact, anything else with HOSTILE text."""
+    url artifact, ``big`` with a 5 MB text artifact, ``image`` with a PNG, ``svg`` with an
+    SVG that scripts, anything else with HOSTILE text."""
 
     seen: list[str] = field(default_factory=list)
 
@@ -134,6 +158,12 @@ class Hostile(AgentExecutor):
         await updater.start_work()
         if text == "link":
             await updater.add_artifact([Part(url="javascript:window.pwned=3")], name=HOSTILE)
+        elif text == "image":
+            dot = Part(raw=png(4, 3), media_type="image/png", filename="dot.png")
+            await updater.add_artifact([dot], name="dot")
+        elif text == "svg":
+            evil = Part(raw=EVIL_SVG, media_type="image/svg+xml", filename=f"{HOSTILE}.svg")
+            await updater.add_artifact([evil], name="evil")
         elif text == "big":
             await updater.add_artifact([Part(text="y" * BIG)], name="big")
         await updater.complete(updater.new_agent_message([Part(text=HOSTILE)]))

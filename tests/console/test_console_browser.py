@@ -174,6 +174,37 @@ async def test_cancel_ends_the_turn_and_its_task(page: Page, desk: OurAgent) -> 
         await expect(row).to_contain_text("canceled")
 
 
+async def test_a_file_artifact_downloads_from_the_chat_and_the_task_page(
+    page: Page, desk: OurAgent, tmp_path: Path
+) -> None:
+    async with console(source_of(desk_path(desk)), page) as url:
+        await page.goto(url + "/apps/local/session-modes/agents/desk")
+        box = page.get_by_label("Message")
+        await box.fill("files")
+        await box.press("Enter")
+        await expect(page.locator("#chat-status")).to_have_text("done", timeout=WAIT)
+        transcript = page.locator("#transcript")
+        await expect(transcript.locator("li.artifact pre").first).to_have_text("the notes")
+        await expect(transcript.locator("li.artifact pre").nth(1)).to_contain_text('"count": 3')
+        link = transcript.get_by_role("link", name=re.compile("^download "))
+        async with page.expect_download() as downloading:
+            await link.click()
+        saved = await downloading.value
+        # the agent named it ../../escape/report.bin: only its last segment is kept
+        assert saved.suggested_filename == "report.bin"
+        await saved.save_as(tmp_path / "report.bin")
+        assert (tmp_path / "report.bin").read_bytes() == b"hello file"
+        # the task page lists the same artifacts, the file with its link
+        task_id = await transcript.locator("li.agent").last.get_attribute("data-task")
+        assert task_id
+        await page.goto(url + f"/apps/local/session-modes/agents/desk/tasks/{task_id}")
+        artifacts = page.locator("#artifacts")
+        await expect(artifacts).to_contain_text("the notes")
+        async with page.expect_download() as downloading:
+            await artifacts.get_by_role("link", name="download report.bin").click()
+        assert (await downloading.value).suggested_filename == "report.bin"
+
+
 async def test_a_question_is_answered_in_the_page(page: Page, desk: OurAgent) -> None:
     async with console(source_of(desk_path(desk)), page) as url:
         await page.goto(url + "/apps/local/session-modes/agents/desk")
@@ -225,6 +256,22 @@ async def test_a_hostile_agent_renders_inert(page: Page, tmp_path: Path) -> None
                 f"{BIG} characters: the first 65536 are shown", timeout=WAIT
             )
             await expect(page.locator("#chat-status")).to_have_text("done")
+            # a plain image is shown; an SVG (which could script) is a download only
+            await box.fill("image")
+            await box.press("Enter")
+            dot = page.locator("#transcript img.artifact-image")
+            await expect(dot).to_have_js_property("naturalWidth", 4, timeout=WAIT)
+            await expect(page.locator("#chat-status")).to_have_text("done")
+            await box.fill("svg")
+            await box.press("Enter")
+            evil = page.locator("#transcript li.artifact").last
+            await expect(evil.get_by_role("link")).to_contain_text("download", timeout=WAIT)
+            await expect(page.locator("#transcript img.artifact-image")).to_have_count(1)
+            async with page.expect_download() as downloading:
+                await evil.get_by_role("link").click()
+            saved = await downloading.value
+            # its name had markup and slashes: only safe characters of the last segment stay
+            assert saved.suggested_filename == "script_img_src_x_onerror_window.pwned_2_.svg"
 
 
 async def test_an_agent_that_is_down_is_said_and_the_page_stays_usable(

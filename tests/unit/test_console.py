@@ -14,6 +14,7 @@ from a2a.types import AgentCard, AgentSkill
 
 from mas.console import pages
 from mas.console.cluster_source import application_view
+from mas.console.files import download_name, file_response
 from mas.console.graph import layout, svg
 from mas.console.html import safe_link
 from mas.console.security import AccessError, check_bind
@@ -26,6 +27,7 @@ from mas.console.views import (
     structure,
 )
 from mas.infra.wiring import wire
+from mas.runtime.turns import ArtifactEmitted
 from tests.conftest import EXAMPLES
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -150,6 +152,40 @@ def test_artifacts_render_by_kind_and_a_big_one_says_it_is_cut() -> None:
     assert f"{5 << 20} characters: the first 10 are shown" in shown
     url = pages.artifact_html({"name": "u", "type": "url", "url": "javascript:alert(1)"})
     assert "href" not in url
+
+
+@pytest.mark.parametrize(
+    ("name", "saved"),
+    [
+        ("../../escape/report.bin", "report.bin"),
+        ("C:\\Users\\x\\notes.txt", "notes.txt"),
+        (HOSTILE + ".png", "script_img_src_x_onerror_alert_1_.png"),
+        ('a"; filename=evil.sh', "a_filename_evil.sh"),
+        ("..", "file"),
+    ],
+)
+def test_a_file_is_saved_under_a_safe_last_segment(name: str, saved: str) -> None:
+    assert download_name(name) == saved
+
+
+def test_only_plain_images_are_shown_and_everything_else_is_an_attachment() -> None:
+    png = ArtifactEmitted("file", "dot.png", content=b"\x89PNG", media_type="image/png")
+    shown = file_response(png, inline=True)
+    assert shown.media_type == "image/png"
+    assert shown.headers["content-disposition"] == 'inline; filename="dot.png"'
+    saved = file_response(png, inline=False)
+    assert saved.headers["content-disposition"].startswith("attachment;")
+    for media in ("image/svg+xml", "text/html", "application/javascript", None):
+        other = ArtifactEmitted("file", "x", content=b"<script>", media_type=media)
+        answer = file_response(other, inline=True)
+        assert answer.media_type == "application/octet-stream", media
+        assert answer.headers["content-disposition"] == 'attachment; filename="x"'
+    record = {"name": HOSTILE, "type": "file", "size": 4, "media_type": "image/svg+xml"}
+    html = pages.artifact_html(record, "/apps/a/b/agents/c/tasks/t/files/0")
+    assert "<img" not in html and 'href="/apps/a/b/agents/c/tasks/t/files/0" download' in html
+    record["media_type"] = "image/png"
+    html = pages.artifact_html(record, "/apps/a/b/agents/c/tasks/t/files/0")
+    assert 'src="/apps/a/b/agents/c/tasks/t/files/0?inline=1"' in html
 
 
 def test_the_trace_link_is_built_from_the_template_or_left_out() -> None:

@@ -12,7 +12,8 @@ shows. Answers are read by :mod:`library_ioa.plugins.a2a.answers` (through
 - ``{"kind": "delegated", "target", "ok", "detail", "tool"}``: a delegation or tool call;
 - ``{"kind": "artifact", "name", "type", ...}``: text (``text``, cut at
   :data:`ARTIFACT_TEXT_LIMIT`), data (``data``), url (``url``), file (``size``,
-  ``media_type``);
+  ``media_type``, and with the task known ``task_id`` and ``index``: its place among the
+  artifacts of the task's answer, which :func:`file_of` finds again for a download);
 - ``{"kind": "ended", "status", "text"}`` last, or ``{"kind": "error", "message"}``.
 
 A turn is canceled by :meth:`AgentCalls.cancel` (the page's Cancel button: ``CancelTask``,
@@ -119,12 +120,17 @@ class AgentCalls:
                 waiting = await waiting_task(conn, context_id)
                 ids = TurnIds(context_id=context_id)
                 told: list[str] = []
+                artifacts = 0  # the answer's artifacts come in its order (file_of)
                 try:
                     async for event in send_turn(conn, text, ids, waiting):
                         if ids.task_id and ids.task_id not in told:
                             told.append(ids.task_id)
                             yield {"kind": "task", "task_id": ids.task_id}
                         record = event_record(event)
+                        if record is not None and record["kind"] == "artifact":
+                            if record["type"] == "file" and ids.task_id:
+                                record.update(task_id=ids.task_id, index=artifacts)
+                            artifacts += 1
                         if record is not None:
                             yield record
                 except (asyncio.CancelledError, GeneratorExit):
@@ -193,6 +199,18 @@ def artifact_json(artifact: ArtifactEmitted) -> dict[str, Any]:
     return record
 
 
+def file_of(task: Task, index: int, where: str) -> ArtifactEmitted | None:
+    """The ``index``-th artifact of the task's answer when it is a file with its bytes."""
+    try:
+        artifacts = reply_of_task(task, where).artifacts
+    except Exception:  # a task the answer reader refuses has no file to give
+        return None
+    if not 0 <= index < len(artifacts):
+        return None
+    found = artifacts[index]
+    return found if found.kind == "file" and found.content is not None else None
+
+
 def task_record(task: Task, where: str) -> dict[str, Any]:
     """A task for the task page: state, time, history (role and text), reply, artifacts."""
     status = MessageToDict(task.status)
@@ -201,7 +219,7 @@ def task_record(task: Task, where: str) -> dict[str, Any]:
     ]
     try:
         reply = reply_of_task(task, where)
-        artifacts = [artifact_json(a) for a in reply.artifacts]
+        artifacts = [dict(artifact_json(a), index=i) for i, a in enumerate(reply.artifacts)]
         said = reply.text
     except Exception as exc:  # a task the answer reader refuses: say why, show the rest
         artifacts, said = [], f"(the task cannot be read as an answer: {exc})"

@@ -9,6 +9,7 @@
 ``POST /apps/{ns}/{name}/agents/{agent}/turn``            one chat turn, JSON lines
 ``POST /apps/{ns}/{name}/agents/{agent}/cancel``          cancel a turn's task, JSON
 ``GET /apps/{ns}/{name}/agents/{agent}/tasks/{id}``       a task: history, artifacts
+``GET .../tasks/{id}/files/{n}[?inline=1]``               a file artifact's bytes
 ``GET /healthz``                                          ``ok``
 =======================================================  ====================================
 
@@ -40,7 +41,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from mas.console import pages
-from mas.console.agents import AgentCalls, task_record
+from mas.console.agents import AgentCalls, file_of, task_record
+from mas.console.files import file_response
 from mas.console.security import Access, Guard
 from mas.console.sources import Source
 from mas.console.views import ApplicationView
@@ -148,6 +150,21 @@ def build_app(
         record = task_record(result, node.url)
         return html(pages.task_page(view, agent_id, record, mode, options.trace_template))
 
+    async def file(request: Request) -> Response:
+        view = find(request)
+        agent_id = request.path_params["agent"]
+        node = view.agent(agent_id) if view is not None else None
+        if view is None or node is None or not node.url:
+            return PlainTextResponse(_missing(request, agent_id) + "\n", 404)
+        task_id, index = request.path_params["task"], request.path_params["index"]
+        result = await _bounded(calls.task(node.url, task_id))
+        if isinstance(result, str):
+            return PlainTextResponse(result + "\n", 404)
+        found = file_of(result, index, node.url)
+        if found is None:
+            return PlainTextResponse(f"task {task_id} has no file artifact {index}\n", 404)
+        return file_response(found, inline=request.query_params.get("inline") == "1")
+
     def agent_url(request: Request) -> str | Response:
         """The url of the path's agent, or the JSON answer that says there is none."""
         view = find(request)
@@ -221,6 +238,7 @@ def build_app(
         Route("/apps/{ns}/{name}/agents/{agent}/turn", turn, methods=["POST"]),
         Route("/apps/{ns}/{name}/agents/{agent}/cancel", cancel, methods=["POST"]),
         Route("/apps/{ns}/{name}/agents/{agent}/tasks/{task}", task),
+        Route("/apps/{ns}/{name}/agents/{agent}/tasks/{task}/files/{index:int}", file),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 from urllib.parse import urlsplit
 
-ASSET_VERSION = "4"  # bumped when a static file changes, so browsers fetch the new one
+ASSET_VERSION = "5"  # bumped when a static file changes, so browsers fetch the new one
 
 
 def esc(value: object) -> str:

@@ -13,6 +13,7 @@ from urllib.parse import quote
 from a2a.types import AgentCard
 from google.protobuf.json_format import MessageToDict
 
+from mas.console.files import download_name, shows_inline
 from mas.console.graph import svg
 from mas.console.html import attr, esc, page, safe_link
 from mas.console.views import ApplicationView, EventView
@@ -270,7 +271,8 @@ def card_section(card: AgentCard) -> str:
 def chat_section(base: str, context_id: str) -> str:
     return (
         f'<section aria-labelledby="chat-h" id="chat" data-turn="{attr(base)}/turn" '
-        f'data-cancel="{attr(base)}/cancel" data-context="{attr(context_id)}">'
+        f'data-cancel="{attr(base)}/cancel" data-tasks="{attr(base)}/tasks" '
+        f'data-context="{attr(context_id)}">'
         '<h2 id="chat-h">Chat</h2>'
         '<p class="hint">This conversation has its own address: <a id="chat-link" '
         f'href="{attr(base)}?context={attr(quote(context_id, safe=""))}">link</a></p>'
@@ -332,7 +334,11 @@ def task_page(
         )
         or "<li>no history</li>"
     )
-    artifacts = "".join(artifact_html(a) for a in record["artifacts"]) or "<p>No artifacts.</p>"
+    files = f"{base}/tasks/{quote(record['id'], safe='')}/files"
+    artifacts = (
+        "".join(artifact_html(a, f"{files}/{a['index']}") for a in record["artifacts"])
+        or "<p>No artifacts.</p>"
+    )
     link = trace_link(trace, record)
     body = (
         f'<p class="crumbs"><a href="/">Applications</a> / <a href="{attr(app_path(view))}">'
@@ -347,9 +353,10 @@ def task_page(
     return page(f"task {record['id']}", body, mode=mode)
 
 
-def artifact_html(record: dict[str, Any]) -> str:
+def artifact_html(record: dict[str, Any], href: str | None = None) -> str:
     """An artifact by kind: text and data as preformatted text (cut, the size said), a url as
-    a link only when http(s), a file by its size."""
+    a link only when http(s), a file by its size with a download link to ``href`` (and shown,
+    when it is a plain image: :mod:`mas.console.files`)."""
     head = f'<h3>{esc(record["name"])} <span class="badge">{esc(record["type"])}</span></h3>'
     if record["type"] in ("text", "data"):
         cut = (
@@ -361,8 +368,18 @@ def artifact_html(record: dict[str, Any]) -> str:
         return f'<div class="artifact">{head}{cut}<pre>{esc(record["text"])}</pre></div>'
     if record["type"] == "url":
         return f'<div class="artifact">{head}<p>{safe_link(record["url"])}</p></div>'
-    media = esc(record.get("media_type", "application/octet-stream"))
-    return f'<div class="artifact">{head}<p>a file of {record["size"]} bytes ({media})</p></div>'
+    media = record.get("media_type", "application/octet-stream")
+    about = f"a file of {record['size']} bytes ({esc(media)})"
+    if href is None:
+        return f'<div class="artifact">{head}<p>{about}</p></div>'
+    image = (
+        f'<p><img class="artifact-image" src="{attr(href)}?inline=1" alt="{attr(record["name"])}">'
+        "</p>"
+        if shows_inline(media)
+        else ""
+    )
+    link = f'<a href="{attr(href)}" download>download {esc(download_name(record["name"]))}</a>'
+    return f'<div class="artifact">{head}{image}<p>{about}: {link}</p></div>'
 
 
 def not_found(what: str, mode: str) -> str:

@@ -10,6 +10,8 @@
   const status = document.getElementById("chat-status");
   const transcript = document.getElementById("transcript");
   const contextId = chat.dataset.context;
+  // Only these are shown inline; any other file is a download (mas/console/files.py).
+  const INLINE_IMAGES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
   let running = null; // the turn under way: { controller, taskId }
 
   // The conversation has its own address: put it in the location bar without a reload.
@@ -77,8 +79,23 @@
       }
     } else {
       const d = document.createElement("div");
-      d.textContent = "a file of " + event.size + " bytes";
+      d.textContent = "a file of " + event.size + " bytes" + (event.media_type ? " (" + event.media_type + ")" : "");
       li.appendChild(d);
+      if (event.task_id !== undefined) {
+        const href = chat.dataset.tasks + "/" + encodeURIComponent(event.task_id) + "/files/" + event.index;
+        if (INLINE_IMAGES.includes((event.media_type || "").split(";")[0].trim().toLowerCase())) {
+          const img = document.createElement("img");
+          img.className = "artifact-image";
+          img.src = href + "?inline=1";
+          img.alt = event.name;
+          li.appendChild(img);
+        }
+        const a = document.createElement("a");
+        a.href = href;
+        a.download = "";
+        a.textContent = "download " + event.name;
+        li.appendChild(a);
+      }
     }
     transcript.appendChild(li);
     keepReplyLast();
