@@ -127,12 +127,13 @@ class AgentCalls:
                             told.append(ids.task_id)
                             yield {"kind": "task", "task_id": ids.task_id}
                         record = event_record(event)
-                        if record is not None and record["kind"] == "artifact":
+                        if record is None:
+                            continue
+                        if record["kind"] == "artifact":
                             if record["type"] == "file" and ids.task_id:
                                 record.update(task_id=ids.task_id, index=artifacts)
                             artifacts += 1
-                        if record is not None:
-                            yield record
+                        yield record
                 except (asyncio.CancelledError, GeneratorExit):
                     # the page went away: cancel the task it started, on a connection of its
                     # own (this one closes with the stream)
