@@ -138,7 +138,10 @@ def kubelet_config(lay: Layout) -> str:
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "serializeImagePulls": False,
-        "localStorageCapacityIsolation": False,
+        # On, as on any real node: the node reports its ephemeral-storage, which the
+        # operator's and the agents' pods request (off, every such pod stays Pending with
+        # "Insufficient ephemeral-storage").
+        "localStorageCapacityIsolation": True,
         "staticPodPath": "",
         "maxPods": 60,
         "shutdownGracePeriod": "0s",
