@@ -45,7 +45,6 @@ from mas.infra.models import API_GROUP, API_VERSION, PLURAL
 from mas.telemetry import tracing
 from mas_operator import indexes
 from mas_operator.backoff import (
-    Retries,
     describe_delay,
     failure_reason,
     honour_retry_after,
@@ -61,10 +60,11 @@ from mas_operator.names import (
     MANAGED_BY,
     RECONCILE_HANDLER_ID,
 )
-from mas_operator.noops import Applied, ChildKey, digest
+from mas_operator.noops import digest
 from mas_operator.probes import JOB_KIND, conformance_run
 from mas_operator.reconcile import Outcome, reconcile
-from mas_operator.statuses import WrittenStatus, after_write, known_status
+from mas_operator.statuses import after_write, known_status
+from mas_operator.workqueue import WorkQueue
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,9 @@ RECONCILE_WORKERS = 6  # threads running reconciles (the default executor's size
 
 @dataclass
 class OperatorContext:
-    """What every handler of one operator instance shares (all on the operator's loop)."""
+    """What every handler of one operator instance shares (all on the operator's loop):
+    the newest copy of each Application, and the :class:`WorkQueue` that holds every
+    scheduling fact about it."""
 
     cluster: Cluster
     metrics: OperatorMetrics
@@ -81,30 +83,21 @@ class OperatorContext:
     # uid: the newest copy of each Application (kept_copy), as compact JSON: a fifth of its
     # size as dicts, and read only when a reconcile or a conformance-run check needs it
     apps: dict[str, bytes] = field(default_factory=dict)
-    dirty: set[str] = field(default_factory=set)
-    written: dict[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
-    last_applied: dict[str, Mapping[ChildKey, Applied]] = field(default_factory=dict)
-    retries: Retries = field(default_factory=Retries)
+    queue: WorkQueue = field(default_factory=WorkQueue)
     children: ChildIndex | None = None  # from the first handler kopf calls
-    # uid: the application_inputs its last reconcile left, while nothing it read has changed
-    settled: dict[str, bytes] = field(default_factory=dict)
-    statuses: dict[str, WrittenStatus] = field(default_factory=dict)  # our last status writes
-    # uid: the children (kind, name, resourceVersion) seen while its reconcile ran
-    held: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
-    closing: bool = False
-    cards: CardChecks = field(init=False)  # the opt-in AgentCard checks (on_change: dirty)
+    cards: CardChecks = field(init=False)  # the opt-in AgentCard checks (on_change: enqueue)
     _workers: ThreadPoolExecutor | None = None
-    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
-    _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
-        self.cards = CardChecks(self.mark_dirty)
+        self.cards = CardChecks(self.queue.enqueue)
+
+    @property
+    def closing(self) -> bool:
+        return self.queue.closing
 
     def close(self) -> None:
-        """Make the resync loop return (a flag, not only a cancellation: Python 3.11's
-        ``wait_for`` can swallow a cancellation that races with the event it waits for)."""
-        self.closing = True
-        self._wake.set()
+        """Make the queue's loop return, stop the card checks and the reconcile threads."""
+        self.queue.close()
         self.cards.close()
         if self._workers is not None:
             self._workers.shutdown(wait=False, cancel_futures=True)
@@ -122,59 +115,25 @@ class OperatorContext:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._workers, context.run, call)
 
-    def lock(self, uid: str) -> asyncio.Lock:
-        return self._locks.setdefault(uid, asyncio.Lock())
-
-    def is_own_write(self, uid: str, seen: tuple[str, str, str]) -> bool:
-        """Whether the child ``seen`` (kind, name, resourceVersion) is exactly the version
-        our last apply of it (for ``uid``) returned."""
-        kind, name, version = seen
-        return self.written.get(uid, {}).get((kind, name)) == version
-
-    def child_seen(self, uid: str, body: Mapping[str, Any]) -> None:
-        """A child of ``uid`` was added or modified: reconcile ``uid`` soon unless this is
-        the echo of our own apply. While a reconcile of ``uid`` runs, the echo of its apply
-        can arrive before the reconcile's thread has recorded the version that apply
-        returned, so the child is held and judged when the reconcile ends
-        (:meth:`judge_held`)."""
-        meta = body.get("metadata") or {}
-        seen = (str(body.get("kind")), str(meta.get("name")), str(meta.get("resourceVersion")))
-        lock = self._locks.get(uid)
-        if lock is not None and lock.locked():
-            self.held.setdefault(uid, []).append(seen)
-        elif not self.is_own_write(uid, seen):
-            self.mark_dirty(uid)
-
-    def judge_held(self, uid: str) -> None:
-        """Mark ``uid`` dirty if a child held during its reconcile was not our own write."""
-        if not all(self.is_own_write(uid, seen) for seen in self.held.pop(uid, ())):
-            self.mark_dirty(uid)
-
     def reads_as_settled(self, uid: str, current: Mapping[str, Any]) -> bool:
         """Whether ``uid`` is settled and ``current`` (with the status it has now, as
         :func:`~mas_operator.statuses.known_status` gives it) reads as its last reconcile
         left it: reconciling it again would do nothing."""
-        left = self.settled.get(uid)
+        left = self.queue.settled_as(uid)
         return left is not None and application_inputs(current) == left
-
-    def mark_dirty(self, uid: str) -> None:
-        """Ask the resync loop to reconcile ``uid`` soon (something it reads changed)."""
-        self.settled.pop(uid, None)
-        if uid in self.apps:
-            self.dirty.add(uid)
-            self._wake.set()
 
     def remember(self, body: Mapping[str, Any]) -> None:
         """Keep the newest copy of an Application; it is no longer settled when a reconcile
         would read it differently from what the last reconcile left."""
         uid = str(body["metadata"]["uid"])
         self.apps[uid] = json.dumps(kept_copy(body), separators=(",", ":")).encode()
+        self.queue.track(uid)
         # A version from before our status write (kopf's handler can be called with it
         # after a resync pass reconciled it) reads with the status that write left.
-        if uid in self.settled and not self.reads_as_settled(
-            uid, known_status(body, self.statuses.get(uid))
+        if self.queue.settled_as(uid) is not None and not self.reads_as_settled(
+            uid, known_status(body, self.queue.written_status(uid))
         ):
-            del self.settled[uid]
+            self.queue.unsettle(uid)
 
     def app(self, uid: str) -> dict[str, Any] | None:
         """The newest copy of the Application ``uid`` kept by :meth:`remember`."""
@@ -185,17 +144,11 @@ class OperatorContext:
         return copy
 
     def forget(self, uid: str) -> None:
+        """The Application ``uid`` was deleted: drop everything kept about it."""
         self.apps.pop(uid, None)
-        self.dirty.discard(uid)
-        self._locks.pop(uid, None)
-        self.written.pop(uid, None)
-        self.last_applied.pop(uid, None)
-        self.settled.pop(uid, None)
-        self.statuses.pop(uid, None)
-        self.held.pop(uid, None)
+        self.queue.forget(uid)
         self.cards.forget(uid)
         self.cluster.edges_warned.pop(uid, None)
-        self.retries.succeeded(uid)
         self.metrics.set_phase(uid, None)
 
 
@@ -247,28 +200,28 @@ async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcom
     try:
         return await _run_reconcile(ctx, body)
     finally:
-        ctx.judge_held(str(body["metadata"]["uid"]))
+        ctx.queue.judge_held(str(body["metadata"]["uid"]))
 
 
 async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome | None:
     snapshot = dict(body)
     meta = snapshot["metadata"]
     uid, generation = str(meta["uid"]), meta.get("generation")
-    async with ctx.lock(uid):
-        wait = ctx.retries.wait(uid, generation)
+    queue = ctx.queue
+    async with queue.lock(uid):
+        wait = queue.wait_before_retry(uid, generation)
         if wait > 0:
-            last = ctx.retries.state(uid)
+            last = queue.failure(uid)
             detail = last.message if last is not None else "a recent failure"
             raise RetryNotDue(f"{detail}; retrying in {describe_delay(wait)}", delay=wait)
-        planned = ctx.retries.next_delay(uid)
+        planned = queue.next_delay(uid)
         # A copy older than our last status write is compared with what that write left.
-        snapshot = known_status(snapshot, ctx.statuses.get(uid))
+        snapshot = known_status(snapshot, queue.written_status(uid))
         if ctx.reads_as_settled(uid, snapshot):
             return None
         # Read on the loop, where kopf updates the indexes; None: the reconcile LISTs them.
         existing = ctx.children.children_of(uid) if ctx.children is not None else None
-        ctx.settled.pop(uid, None)
-        written = ctx.written[uid] = dict(ctx.written.get(uid, {}))  # filled as it applies
+        written = queue.begin(uid)  # unsettled; filled as it applies
         checked = ctx.cards.version(uid)  # a verdict that changes meanwhile: reconcile again
         started = time.perf_counter()
         attributes = {
@@ -284,7 +237,7 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
                         ctx.cluster,
                         snapshot,
                         retry_in=planned,
-                        last=ctx.last_applied.get(uid),
+                        last=queue.last_applied(uid),
                         existing=existing,
                         written=written,
                         verdicts=ctx.cards.verdicts(uid),
@@ -294,7 +247,7 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
                     span.set_attribute("mas.phase", outcome.phase)
         except ApiException as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
-            ctx.statuses.pop(uid, None)  # its error path may have written a status
+            queue.refused(uid)  # its error path may have written a status
             detail = f"the API server answered {exc.status}: {api_message(exc)}"
             if exc.status in (400, 422):
                 raise kopf.PermanentError(f"a child object was refused: {detail}") from None
@@ -302,30 +255,27 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
             raise _retry_later(ctx, snapshot, exc.status, detail, delay) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
-            ctx.statuses.pop(uid, None)
             detail = f"the API server could not be reached: {exc}"
             raise _retry_later(ctx, snapshot, None, detail, planned) from None
         finally:
             ctx.metrics.duration.observe(time.perf_counter() - started)
-    ctx.retries.succeeded(uid)
     ctx.metrics.reconciles.labels(outcome=outcome.phase.lower()).inc()
     ctx.metrics.set_phase(uid, outcome.phase)
-    if outcome.versions:
-        ctx.written[uid] = outcome.versions
-        ctx.last_applied[uid] = outcome.last_applied
+    status = None
     if outcome.status_written is not None:
-        ctx.statuses[uid] = after_write(snapshot, outcome.status_written, ctx.statuses.get(uid))
+        status = after_write(snapshot, outcome.status_written, queue.written_status(uid))
+    queue.finished(uid, versions=outcome.versions, last_applied=outcome.last_applied, status=status)
     if outcome.self_contained and existing is not None:
         # Settled: the next reconcile would read the Application as our status write left
         # it (or as read) and the children as our applies left them, so it would do
         # nothing. The echoes of those writes keep it settled; any other change of the
         # Application (remember) or event of a child (mark_dirty) unsettles it.
         settled_as = snapshot if outcome.status_written is None else outcome.status_written
-        ctx.settled[uid] = application_inputs(settled_as)
+        queue.settle(uid, application_inputs(settled_as))
     if outcome.cards is not None and uid in ctx.apps:  # not for one deleted meanwhile
         ctx.cards.want(uid, outcome.cards.urls, outcome.cards.settings)
     if ctx.cards.version(uid) != checked:
-        ctx.mark_dirty(uid)  # this reconcile read an older verdict
+        queue.enqueue(uid)  # this reconcile read an older verdict
     for kind, count in outcome.applied.items():
         ctx.metrics.children_applied.labels(kind=kind).inc(count)
     return outcome
@@ -338,14 +288,13 @@ def _retry_later(
     detail: str,
     delay: float,
 ) -> kopf.TemporaryError:
-    """Record the failure, count the retry, wake the resync loop to wait for it."""
+    """Record the failure (which wakes the resync loop to wait for it), count the retry."""
     meta = body["metadata"]
-    failing = ctx.retries.failed(
+    failing = ctx.queue.failed(
         str(meta["uid"]), delay, generation=meta.get("generation"), message=detail
     )
     reason = failure_reason(status)
     ctx.metrics.retries.labels(reason=reason).inc()
-    ctx._wake.set()  # the loop recomputes when it next has something due
     message = f"{detail}; retrying in {describe_delay(delay)} (failure {failing.failures} in a row)"
     logger.warning("Application %s/%s: %s", meta["namespace"], meta["name"], message)
     return kopf.TemporaryError(message, delay=delay)
@@ -390,7 +339,7 @@ def register(registry: kopf.OperatorRegistry) -> None:
         before = ctx.app(uid)
         ctx.remember(body)
         if before is not None and conformance_run(before) != conformance_run(body):
-            ctx.mark_dirty(uid)  # kopf leaves maslab.io/ annotations out of its diff
+            ctx.queue.enqueue(uid)  # kopf leaves maslab.io/ annotations out of its diff
 
     for kind in (*CHILD_KINDS, JOB_KIND):  # a conformance Job's status carries its verdict
         group, _, version = kind.api_version.rpartition("/")
@@ -412,6 +361,6 @@ def register(registry: kopf.OperatorRegistry) -> None:
                     continue
                 uid = str(ref.get("uid"))
                 if type == "DELETED":
-                    ctx.mark_dirty(uid)
+                    ctx.queue.enqueue(uid)
                 else:
-                    ctx.child_seen(uid, body)  # drift or a status change; our own echo is skipped
+                    ctx.queue.child_seen(uid, body)  # drift, a status; not our own echo

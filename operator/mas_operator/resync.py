@@ -35,45 +35,36 @@ RESYNC_CONCURRENCY = 4  # Applications reconciled at once by the resync loop
 
 def is_settled(ctx: OperatorContext, uid: str) -> bool:
     """Whether reconciling ``uid`` again would read exactly what its last reconcile left."""
-    return uid in ctx.settled and uid in ctx.apps
+    return ctx.queue.is_settled(uid)
 
 
 async def resync_loop(ctx: OperatorContext) -> None:
     """Reconcile dirty Applications soon, every unsettled one each ``ctx.resync`` seconds,
     and the failing ones when their backoff is due (never before)."""
+    queue = ctx.queue
     last_full = time.monotonic()
     slots = asyncio.Semaphore(RESYNC_CONCURRENCY)
-    while not ctx.closing:
+    while not queue.closing:
         remaining = max(0.0, ctx.resync - (time.monotonic() - last_full))
-        retry = ctx.retries.next_due()
-        woken = False
-        try:
-            timeout = remaining if retry is None else min(remaining, retry)
-            await asyncio.wait_for(ctx._wake.wait(), timeout=timeout)
-            woken = True
-        except TimeoutError:
-            pass
-        ctx._wake.clear()
-        if woken:
+        retry = queue.next_due()
+        timeout = remaining if retry is None else min(remaining, retry)
+        if await queue.wait(timeout):
             await asyncio.sleep(COALESCE)  # let a burst of child events coalesce
-        if ctx.closing:
+        if queue.closing:
             return
-        wanted = set(ctx.dirty) | set(map(str, ctx.retries.failing()))
-        if time.monotonic() - last_full >= ctx.resync:
+        full = time.monotonic() - last_full >= ctx.resync
+        if full:
             last_full = time.monotonic()
-            unsettled = {uid for uid in ctx.apps if not is_settled(ctx, uid)}
             ctx.metrics.resync_passes.inc()
-            ctx.metrics.resync_settled.inc(len(set(ctx.apps) - unsettled - wanted))
-            wanted |= unsettled
-        due = {uid for uid in wanted if ctx.retries.wait(uid) == 0}
-        ctx.dirty -= due  # a dirty Application still backing off stays dirty
-        await asyncio.gather(*(_resync_one(ctx, uid, slots) for uid in sorted(due)))
+            ctx.metrics.resync_settled.inc(len(queue.keys() - queue.unsettled()))
+        due = queue.take(full=full)
+        await asyncio.gather(*(_resync_one(ctx, uid, slots) for uid in due))
 
 
 async def _resync_one(ctx: OperatorContext, uid: str, slots: asyncio.Semaphore) -> None:
     body = ctx.app(uid)
     if body is None or body["metadata"].get("deletionTimestamp"):
-        ctx.retries.succeeded(uid)  # nothing left to retry
+        ctx.queue.finished(uid)  # nothing left to retry
         return
     async with slots:
         meta = body["metadata"]
@@ -85,9 +76,9 @@ async def _resync_one(ctx: OperatorContext, uid: str, slots: asyncio.Semaphore) 
             logger.warning("resync of %s/%s failed: %s", meta["namespace"], meta["name"], exc)
         except Exception as exc:  # a bug must not end the loop that repairs every Application
             logger.exception("resync of %s/%s failed", meta["namespace"], meta["name"])
-            ctx.retries.failed(  # and is not retried at every wake-up either
+            ctx.queue.failed(  # and is not retried at every wake-up either
                 uid,
-                ctx.retries.next_delay(uid),
+                ctx.queue.next_delay(uid),
                 generation=meta.get("generation"),
                 message=f"reconciling failed: {exc!r}",
             )

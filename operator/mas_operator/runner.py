@@ -26,7 +26,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from prometheus_client import start_http_server
 
-from mas_operator.backoff import Backoff, Retries
+from mas_operator.backoff import Backoff
 from mas_operator.handlers import OperatorContext, register
 from mas_operator.health import Readiness, serve_health
 from mas_operator.kube import Cluster
@@ -40,6 +40,7 @@ from mas_operator.scopes import (
     exact_namespaces,
     report_unwatched,
 )
+from mas_operator.workqueue import WorkQueue
 
 logger = logging.getLogger(__name__)
 
@@ -272,7 +273,7 @@ async def _run_kopf(
         operator_settings(settings, scanning=not scoped)
 
     ctx = OperatorContext(
-        Cluster(api), handle.metrics, options.resync, retries=Retries(options.backoff)
+        Cluster(api), handle.metrics, options.resync, queue=WorkQueue(options.backoff)
     )
     if scoped and not await crd_served(ctx.cluster):
         return False

@@ -97,8 +97,8 @@ def ctx() -> OperatorContext:
     write returned ``app()``."""
     context = OperatorContext(Cluster(k8s.ApiClient()), OperatorMetrics())
     context.remember(created())
-    context.statuses[UID] = after_write(created(), app(), None)
-    context.settled[UID] = application_inputs(app())
+    context.queue.finished(UID, status=after_write(created(), app(), None))
+    context.queue.settle(UID, application_inputs(app()))
     return context
 
 
@@ -136,9 +136,9 @@ def test_any_other_change_of_the_application_unsettles_it(ctx: OperatorContext) 
 
 
 def test_a_child_event_that_is_not_our_echo_unsettles_it(ctx: OperatorContext) -> None:
-    ctx.mark_dirty(UID)
+    ctx.queue.enqueue(UID)
     assert not is_settled(ctx, UID)
-    assert UID in ctx.dirty
+    assert ctx.queue.is_dirty(UID)
 
 
 def test_a_forgotten_application_is_not_settled(ctx: OperatorContext) -> None:
@@ -151,23 +151,24 @@ def child(name: str, version: str) -> dict[str, Any]:
 
 
 def test_the_echo_of_our_apply_outside_a_reconcile_keeps_it_settled(ctx: OperatorContext) -> None:
-    ctx.written[UID] = {("Service", "desk-front"): "213"}
-    ctx.child_seen(UID, child("desk-front", "213"))
+    ctx.queue.finished(UID, versions={("Service", "desk-front"): "213"})
+    ctx.queue.child_seen(UID, child("desk-front", "213"))
     assert is_settled(ctx, UID)
-    ctx.child_seen(UID, child("desk-front", "214"))  # someone else's write
+    ctx.queue.child_seen(UID, child("desk-front", "214"))  # someone else's write
     assert not is_settled(ctx, UID)
-    assert UID in ctx.dirty
+    assert ctx.queue.is_dirty(UID)
 
 
 async def reconcile_that_sees(ctx: OperatorContext, seen: dict[str, Any], records: str) -> None:
     """A reconcile during which ``seen`` arrives before its thread records that its apply
     of desk-front returned ``records``; then what run_reconcile does after it."""
-    async with ctx.lock(UID):
-        ctx.child_seen(UID, seen)
-        assert UID not in ctx.dirty  # held, not judged yet
-        ctx.written[UID] = {("Service", "desk-front"): records}
-        ctx.settled[UID] = application_inputs(app())
-    ctx.judge_held(UID)
+    queue = ctx.queue
+    async with queue.lock(UID):
+        queue.child_seen(UID, seen)
+        assert not queue.is_dirty(UID)  # held, not judged yet
+        queue.finished(UID, versions={("Service", "desk-front"): records})
+        queue.settle(UID, application_inputs(app()))
+    queue.judge_held(UID)
 
 
 def test_an_echo_that_beats_the_record_of_its_apply_keeps_it_settled(
@@ -175,8 +176,8 @@ def test_an_echo_that_beats_the_record_of_its_apply_keeps_it_settled(
 ) -> None:
     asyncio.run(reconcile_that_sees(ctx, child("desk-front", "213"), records="213"))
     assert is_settled(ctx, UID)
-    assert UID not in ctx.dirty
-    assert UID not in ctx.held
+    assert not ctx.queue.is_dirty(UID)
+    assert ctx.queue.holding(UID) == 0
 
 
 def test_a_change_seen_during_a_reconcile_unsettles_it_when_the_reconcile_ends(
@@ -184,4 +185,4 @@ def test_a_change_seen_during_a_reconcile_unsettles_it_when_the_reconcile_ends(
 ) -> None:
     asyncio.run(reconcile_that_sees(ctx, child("desk-front", "212"), records="213"))
     assert not is_settled(ctx, UID)
-    assert UID in ctx.dirty
+    assert ctx.queue.is_dirty(UID)

@@ -1,0 +1,257 @@
+"""The work queue: every per-Application scheduling fact, and when each is reconciled.
+
+One :class:`WorkQueue` per operator, keyed by an Application's uid, used from the
+operator's event loop only (not thread-safe). It holds what decides whether and when a key
+is reconciled: which keys exist, which are dirty, the backoff and ``Retry-After`` of the
+failing ones (:class:`~mas_operator.backoff.Retries`), the versions our own last writes
+returned (children and status), which keys are settled, the children seen while a key's
+reconcile ran, and the lock that keeps two reconciles of one key apart. The handlers ask
+it; they keep no scheduling state of their own.
+
+Invariants:
+
+- **Tracked keys only.** :meth:`enqueue` marks a key dirty only once :meth:`track` has
+  seen it; :meth:`forget` drops every fact about a key in one call, and a forgotten key
+  is never handed out again until it is tracked again.
+- **Never before its backoff.** A key whose last reconcile failed (:meth:`failed`) is not
+  handed out (:meth:`take`) before its retry is due for the same generation, whoever
+  asks; it stays dirty meanwhile. A new generation is due at once. :meth:`finished`
+  forgets its failures.
+- **Dirty is handed out once.** :meth:`take` removes what it hands out from the dirty
+  set; an :meth:`enqueue` while that reconcile runs marks it dirty again, so a change
+  seen mid-reconcile is reconciled after it, never lost.
+- **One reconcile at a time per key.** :meth:`lock`; a child event that arrives while
+  one runs is held (:meth:`child_seen`) and judged when it finishes (:meth:`judge_held`),
+  after the reconcile has recorded the versions its applies returned.
+- **Our own echoes are not changes.** A child event whose ``resourceVersion`` is what our
+  last apply of that child returned (:meth:`is_own_write`) neither dirties nor unsettles.
+- **Settled means nothing changed.** A key is settled (:meth:`settle`) only by a
+  successful reconcile that read nothing but the Application and its children; any
+  :meth:`enqueue` or :meth:`unsettle` ends it. A full pass skips settled keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mas_operator.backoff import Backoff, Failing, Retries
+from mas_operator.noops import Applied, ChildKey
+from mas_operator.statuses import WrittenStatus
+
+Seen = tuple[str, str, str]  # a child event: (kind, name, resourceVersion)
+
+
+class WorkQueue:
+    """Per-Application scheduling state behind one API (see the module's invariants)."""
+
+    def __init__(
+        self,
+        backoff: Backoff | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        spread: Callable[[], float] = lambda: random.uniform(-1.0, 1.0),
+    ) -> None:
+        self._retries = Retries(backoff, clock=clock, spread=spread)
+        self._keys: set[str] = set()
+        self._dirty: set[str] = set()
+        self._written: dict[str, Mapping[ChildKey, str]] = {}
+        self._last_applied: dict[str, Mapping[ChildKey, Applied]] = {}
+        self._settled: dict[str, bytes] = {}
+        self._statuses: dict[str, WrittenStatus] = {}
+        self._held: dict[str, list[Seen]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._wake = asyncio.Event()
+        self.closing = False
+
+    # -- keys ------------------------------------------------------------------------
+
+    def track(self, uid: str) -> None:
+        """Know ``uid`` (an Application that exists); :meth:`enqueue` needs it known."""
+        self._keys.add(uid)
+
+    def keys(self) -> set[str]:
+        """Every tracked key (a new set)."""
+        return set(self._keys)
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._keys
+
+    def forget(self, uid: str) -> None:
+        """Drop every fact about ``uid`` (the Application was deleted)."""
+        self._keys.discard(uid)
+        self._dirty.discard(uid)
+        self._locks.pop(uid, None)
+        self._written.pop(uid, None)
+        self._last_applied.pop(uid, None)
+        self._settled.pop(uid, None)
+        self._statuses.pop(uid, None)
+        self._held.pop(uid, None)
+        self._retries.succeeded(uid)
+
+    # -- asking for a reconcile ---------------------------------------------------------
+
+    def enqueue(self, uid: str) -> None:
+        """Something ``uid`` reads changed: unsettle it and reconcile it soon."""
+        self._settled.pop(uid, None)
+        if uid in self._keys:
+            self._dirty.add(uid)
+            self._wake.set()
+
+    def is_dirty(self, uid: str) -> bool:
+        return uid in self._dirty
+
+    def take(self, full: bool = False) -> list[str]:
+        """The keys due now, sorted, removed from the dirty set: the dirty and the failing
+        ones whose backoff is due, and with ``full`` every tracked key not settled. A
+        dirty key still backing off stays dirty."""
+        wanted = self._dirty | {str(k) for k in self._retries.failing()}
+        if full:
+            wanted |= self.unsettled()
+        due = {uid for uid in wanted if self._retries.wait(uid) == 0}
+        self._dirty -= due
+        return sorted(due)
+
+    def unsettled(self) -> set[str]:
+        """Every tracked key that is not settled."""
+        return {uid for uid in self._keys if uid not in self._settled}
+
+    def next_due(self) -> float | None:
+        """Seconds until the earliest retry of a failing key (``None``: none failing)."""
+        return self._retries.next_due()
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for an :meth:`enqueue`, a :meth:`failed` or
+        :meth:`close`; whether one came (then the wake-up is consumed)."""
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+            woken = True
+        except TimeoutError:
+            woken = False
+        self._wake.clear()
+        return woken
+
+    def close(self) -> None:
+        """Make a loop waiting on :meth:`wait` return and see :attr:`closing` (a flag, not
+        only a cancellation: Python 3.11's ``wait_for`` can swallow a cancellation that
+        races with the event it waits for)."""
+        self.closing = True
+        self._wake.set()
+
+    # -- one reconcile -------------------------------------------------------------------
+
+    def lock(self, uid: str) -> asyncio.Lock:
+        """The lock a reconcile of ``uid`` holds while it runs."""
+        return self._locks.setdefault(uid, asyncio.Lock())
+
+    def running(self, uid: str) -> bool:
+        lock = self._locks.get(uid)
+        return lock is not None and lock.locked()
+
+    def wait_before_retry(self, uid: str, generation: int | None) -> float:
+        """Seconds until ``uid`` may be tried again for ``generation`` (0: now)."""
+        return self._retries.wait(uid, generation)
+
+    def failure(self, uid: str) -> Failing | None:
+        """The last failure of ``uid``, while it is failing."""
+        return self._retries.state(uid)
+
+    def next_delay(self, uid: str) -> float:
+        """The backoff the next failure of ``uid`` would get (a fresh jitter each call)."""
+        return self._retries.next_delay(uid)
+
+    def failed(
+        self, uid: str, delay: float, *, generation: int | None = None, message: str = ""
+    ) -> Failing:
+        """Record a failure: ``uid`` is retried ``delay`` seconds from now, not sooner.
+        Forgets the status write record (the error path may have written a status)."""
+        self._statuses.pop(uid, None)
+        failing = self._retries.failed(uid, delay, generation=generation, message=message)
+        self._wake.set()  # a loop waiting on wait() recomputes its deadline
+        return failing
+
+    def refused(self, uid: str) -> None:
+        """A reconcile of ``uid`` failed where a retry cannot help (the API server refused
+        a child): forget the status write record (its error path may have written one)."""
+        self._statuses.pop(uid, None)
+
+    def begin(self, uid: str) -> dict[ChildKey, str]:
+        """A reconcile of ``uid`` starts: it is no longer settled. Returns the record of
+        our writes of its children, for the reconcile to fill as each apply returns."""
+        self._settled.pop(uid, None)
+        written = self._written[uid] = dict(self._written.get(uid, {}))
+        return written
+
+    def finished(
+        self,
+        uid: str,
+        *,
+        versions: Mapping[ChildKey, str] | None = None,
+        last_applied: Mapping[ChildKey, Applied] | None = None,
+        status: WrittenStatus | None = None,
+    ) -> None:
+        """A reconcile of ``uid`` succeeded: forget its failures; keep what its writes
+        returned (``versions`` and ``last_applied`` of its children when it applied any,
+        the record of its ``status`` write when it wrote one)."""
+        self._retries.succeeded(uid)
+        if versions:
+            self._written[uid] = versions
+            self._last_applied[uid] = last_applied or {}
+        if status is not None:
+            self._statuses[uid] = status
+
+    def last_applied(self, uid: str) -> Mapping[ChildKey, Applied] | None:
+        return self._last_applied.get(uid)
+
+    def written_status(self, uid: str) -> WrittenStatus | None:
+        """The record of our last status write of ``uid``."""
+        return self._statuses.get(uid)
+
+    # -- settled -----------------------------------------------------------------------
+
+    def settle(self, uid: str, inputs: bytes) -> None:
+        """``uid``'s last reconcile left it reading as ``inputs``
+        (:func:`~mas_operator.handlers.application_inputs`) and read nothing else."""
+        self._settled[uid] = inputs
+
+    def unsettle(self, uid: str) -> None:
+        self._settled.pop(uid, None)
+
+    def settled_as(self, uid: str) -> bytes | None:
+        """What ``uid`` read as when it settled (``None``: not settled)."""
+        return self._settled.get(uid)
+
+    def is_settled(self, uid: str) -> bool:
+        """Whether reconciling ``uid`` again would read exactly what its last one left."""
+        return uid in self._settled and uid in self._keys
+
+    # -- child events ---------------------------------------------------------------------
+
+    def is_own_write(self, uid: str, seen: Seen) -> bool:
+        """Whether the child ``seen`` is exactly the version our last apply returned."""
+        kind, name, version = seen
+        return self._written.get(uid, {}).get((kind, name)) == version
+
+    def child_seen(self, uid: str, body: Mapping[str, Any]) -> None:
+        """A child of ``uid`` was added or modified: enqueue ``uid`` unless this is the
+        echo of our own apply. While a reconcile of ``uid`` runs, the echo of its apply can
+        arrive before the reconcile's thread has recorded the version that apply returned,
+        so the child is held and judged when the reconcile ends (:meth:`judge_held`)."""
+        meta = body.get("metadata") or {}
+        seen = (str(body.get("kind")), str(meta.get("name")), str(meta.get("resourceVersion")))
+        if self.running(uid):
+            self._held.setdefault(uid, []).append(seen)
+        elif not self.is_own_write(uid, seen):
+            self.enqueue(uid)
+
+    def judge_held(self, uid: str) -> None:
+        """Enqueue ``uid`` if a child held during its reconcile was not our own write."""
+        if not all(self.is_own_write(uid, seen) for seen in self._held.pop(uid, ())):
+            self.enqueue(uid)
+
+    def holding(self, uid: str) -> int:
+        """How many child events of ``uid`` wait for its reconcile to end."""
+        return len(self._held.get(uid, ()))

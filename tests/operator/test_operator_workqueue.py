@@ -1,0 +1,194 @@
+"""The work queue's invariants, through its API only (pure: an injected clock, no sockets)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from mas_operator.backoff import Backoff
+from mas_operator.statuses import WrittenStatus
+from mas_operator.workqueue import WorkQueue
+
+pytestmark = pytest.mark.timeout(10)
+
+A, B = "uid-a", "uid-b"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def queue(clock: Clock) -> WorkQueue:
+    made = WorkQueue(Backoff(initial=1.0, cap=8.0, jitter=0.0), clock=clock, spread=lambda: 0.0)
+    made.track(A)
+    made.track(B)
+    return made
+
+
+def child(name: str, version: str) -> dict[str, Any]:
+    return {"kind": "Service", "metadata": {"name": name, "resourceVersion": version}}
+
+
+def test_an_untracked_key_is_never_handed_out() -> None:
+    queue = WorkQueue()
+    queue.enqueue("stranger")
+    assert queue.take(full=True) == []
+    assert not queue.is_dirty("stranger")
+
+
+def test_a_dirty_key_is_handed_out_once(queue: WorkQueue) -> None:
+    queue.enqueue(A)
+    queue.enqueue(A)
+    assert queue.take() == [A]
+    assert queue.take() == []
+
+
+def test_an_enqueue_while_its_reconcile_runs_hands_it_out_again(queue: WorkQueue) -> None:
+    queue.enqueue(A)
+    assert queue.take() == [A]
+    queue.enqueue(A)  # a change seen mid-reconcile
+    assert queue.take() == [A]
+
+
+def test_a_full_pass_hands_out_every_key_not_settled(queue: WorkQueue) -> None:
+    queue.settle(A, b"inputs")
+    assert queue.take() == []
+    assert queue.take(full=True) == [B]
+
+
+def test_a_failing_key_waits_for_its_backoff_whoever_asks(queue: WorkQueue, clock: Clock) -> None:
+    queue.failed(A, queue.next_delay(A), generation=1, message="503")
+    queue.enqueue(A)  # a child event meanwhile
+    assert queue.take(full=True) == [B]
+    assert queue.is_dirty(A)  # kept until due
+    assert queue.wait_before_retry(A, 1) == pytest.approx(1.0)
+    assert queue.next_due() == pytest.approx(1.0)
+    clock.now += 1.0
+    assert queue.take() == [A]
+    assert not queue.is_dirty(A)
+
+
+def test_the_backoff_grows_and_a_success_resets_it(queue: WorkQueue, clock: Clock) -> None:
+    delays = []
+    for _ in range(5):
+        delay = queue.next_delay(A)
+        delays.append(delay)
+        failing = queue.failed(A, delay, generation=1)
+    assert delays == [1.0, 2.0, 4.0, 8.0, 8.0]
+    assert failing.failures == 5
+    queue.finished(A)
+    assert queue.failure(A) is None
+    assert queue.next_delay(A) == 1.0
+
+
+def test_a_retry_after_longer_than_the_backoff_is_kept(queue: WorkQueue, clock: Clock) -> None:
+    queue.failed(A, 3.0, generation=1)  # the caller chose the server's Retry-After
+    clock.now += 2.0
+    assert queue.take() == []
+    clock.now += 1.0
+    assert queue.take() == [A]
+
+
+def test_a_new_generation_is_due_at_once(queue: WorkQueue) -> None:
+    queue.failed(A, 5.0, generation=1)
+    assert queue.wait_before_retry(A, 1) == pytest.approx(5.0)
+    assert queue.wait_before_retry(A, 2) == 0.0
+
+
+def test_an_enqueue_unsettles(queue: WorkQueue) -> None:
+    queue.settle(A, b"inputs")
+    assert queue.is_settled(A)
+    queue.enqueue(A)
+    assert not queue.is_settled(A)
+    assert queue.settled_as(A) is None
+
+
+def test_a_reconcile_that_begins_unsettles_and_keeps_the_write_record(queue: WorkQueue) -> None:
+    queue.finished(A, versions={("Service", "a"): "7"}, last_applied={("Service", "a"): b"x"})
+    queue.settle(A, b"inputs")
+    written = queue.begin(A)
+    assert not queue.is_settled(A)
+    assert written == {("Service", "a"): "7"}
+    assert queue.last_applied(A) == {("Service", "a"): b"x"}
+
+
+def test_our_own_echo_neither_dirties_nor_unsettles(queue: WorkQueue) -> None:
+    queue.finished(A, versions={("Service", "a"): "7"})
+    queue.settle(A, b"inputs")
+    queue.child_seen(A, child("a", "7"))
+    assert queue.is_settled(A) and not queue.is_dirty(A)
+    queue.child_seen(A, child("a", "8"))  # someone else's write
+    assert not queue.is_settled(A) and queue.is_dirty(A)
+
+
+async def seen_while_running(queue: WorkQueue, version: str) -> tuple[bool, int]:
+    async with queue.lock(A):
+        assert queue.running(A)
+        queue.child_seen(A, child("a", version))
+        dirty_meanwhile, held = queue.is_dirty(A), queue.holding(A)
+        queue.finished(A, versions={("Service", "a"): "7"})  # its thread records the apply
+        queue.settle(A, b"inputs")
+    queue.judge_held(A)
+    assert queue.holding(A) == 0
+    return dirty_meanwhile, held
+
+
+def test_an_echo_that_beats_the_record_of_its_apply_is_ours(queue: WorkQueue) -> None:
+    assert asyncio.run(seen_while_running(queue, "7")) == (False, 1)
+    assert queue.is_settled(A) and not queue.is_dirty(A)
+
+
+def test_a_change_seen_while_running_is_reconciled_after(queue: WorkQueue) -> None:
+    assert asyncio.run(seen_while_running(queue, "6")) == (False, 1)
+    assert queue.is_dirty(A) and not queue.is_settled(A)
+
+
+def test_a_failure_forgets_the_status_record(queue: WorkQueue) -> None:
+    record = WrittenStatus("{}", "9", ("8",))
+    queue.finished(A, status=record)
+    assert queue.written_status(A) == record
+    queue.failed(A, 1.0)
+    assert queue.written_status(A) is None
+    queue.finished(A, status=record)
+    queue.refused(A)
+    assert queue.written_status(A) is None
+
+
+def test_forget_drops_every_fact(queue: WorkQueue) -> None:
+    queue.finished(A, versions={("Service", "a"): "7"}, status=WrittenStatus("{}", "9", ()))
+    queue.settle(A, b"inputs")
+    queue.failed(A, 1.0)
+    queue.enqueue(A)
+    queue.forget(A)
+    assert A not in queue and queue.keys() == {B}
+    assert not queue.is_dirty(A) and not queue.is_settled(A)
+    assert queue.failure(A) is None and queue.written_status(A) is None
+    assert queue.last_applied(A) is None and not queue.is_own_write(A, ("Service", "a", "7"))
+    assert queue.take(full=True) == [B]
+    queue.track(A)  # the same uid seen again starts from nothing
+    assert queue.take(full=True) == [A, B]
+
+
+def test_wait_returns_on_enqueue_and_on_close(queue: WorkQueue) -> None:
+    async def scenario() -> tuple[bool, bool, bool]:
+        idle = await queue.wait(0.01)
+        queue.enqueue(A)
+        woken = await queue.wait(5.0)
+        queue.close()
+        closed = await queue.wait(5.0)
+        return idle, woken, closed
+
+    assert asyncio.run(scenario()) == (False, True, True)
+    assert queue.closing
