@@ -1,27 +1,28 @@
-"""The kopf handlers: thin. They serialise work per Application and run :func:`reconcile`.
+"""The kopf handlers and the reconcile the work queue runs: kopf watches, the queue decides.
 
-- create / update / resume: reconcile now. An invalid spec is a :class:`kopf.PermanentError`
-  (retrying cannot help; the next edit is handled), an API failure (an answer other than
-  400/422, a connection error, a timeout) a :class:`kopf.TemporaryError` whose delay is the
-  Application's backoff (:mod:`mas_operator.backoff`). Nothing is returned, so kopf writes no
-  handler results into ``status``.
-- watches (no finalizers: a kopf daemon or timer would add one, and a finalizer wedges
-  namespace deletion while the operator is down): Application events keep an in-memory
-  copy of each object (and a new ``maslab.io/conformance-run`` marks it dirty); events of
-  the children we manage and of conformance Jobs mark their owner dirty.
-- :func:`mas_operator.resync.resync_loop` reconciles dirty Applications soon (drift
-  repair, readiness) and every unsettled Application each ``resync`` seconds.
+- kopf handlers only watch (no create/update/resume handler, so kopf neither retries nor
+  patches its own annotations; no finalizers: a kopf daemon or timer would add one, and a
+  finalizer wedges namespace deletion while the operator is down). An Application's
+  events keep an in-memory copy of it and enqueue it when it is new or anything a
+  reconcile reads of it but its status changed (a new spec, labels, a
+  ``maslab.io/conformance-run``, a deletion); its deletion forgets it. Events of the
+  children we manage and of conformance Jobs enqueue their owner, but for the echo of our
+  own apply.
+- The :class:`~mas_operator.workqueue.WorkQueue` decides when each Application is
+  reconciled and retried (:func:`serve` runs its loop); :func:`reconcile_key` is the only
+  work it does: :func:`run_reconcile` on the newest copy.
+- An invalid spec is reported (``Stalled``) and not retried: the next edit is handled. A
+  child the API server refuses (400, 422) is reported and not retried either. Any other
+  API failure (another answer, a connection error, a timeout) is recorded in the queue,
+  which retries the Application when its backoff (:mod:`mas_operator.backoff`) or the
+  server's ``Retry-After`` is due, not sooner; a new generation is tried at once.
 - A reconcile reads the children of its Application from the watches' indexes
   (:mod:`mas_operator.indexes`), not with a LIST, and runs in the operator's own worker
   threads (:data:`RECONCILE_WORKERS`), so a burst of reconciles never queues the Lease
   renewals, which use the loop's default executor.
 - The opt-in AgentCard checks of external endpoints (:mod:`mas_operator.cardchecks`) run
   on the loop beside the reconciles: a reconcile is given their latest verdicts and says
-  which urls its Application wants checked; a verdict that changes marks it dirty.
-- Both paths share one :class:`~mas_operator.backoff.Retries`: an Application whose last
-  reconcile failed is tried again when its backoff is due (the resync loop wakes for it),
-  not sooner, whoever asks; a new generation is tried at once. A kopf retry that comes
-  before that returns quietly: the resync loop keeps the failing Application and retries it.
+  which urls its Application wants checked; a verdict that changes enqueues it.
 """
 
 from __future__ import annotations
@@ -58,10 +59,9 @@ from mas_operator.names import (
     ANNOTATION_DIFFBASE,
     KOPF_ANNOTATIONS,
     MANAGED_BY,
-    RECONCILE_HANDLER_ID,
 )
 from mas_operator.noops import digest
-from mas_operator.probes import JOB_KIND, conformance_run
+from mas_operator.probes import JOB_KIND
 from mas_operator.reconcile import Outcome, reconcile
 from mas_operator.statuses import after_write, known_status
 from mas_operator.workqueue import WorkQueue
@@ -184,19 +184,43 @@ def application_inputs(body: Mapping[str, Any]) -> bytes:
     return digest({**body, "metadata": meta})
 
 
-class RetryNotDue(kopf.TemporaryError):
-    """The Application failed recently and its backoff has not run out: nothing was tried."""
+def spec_inputs(body: Mapping[str, Any]) -> bytes:
+    """What a reconcile reads of an Application but its status (:func:`application_inputs`
+    without it): what changes when someone edits it, not when a status is written."""
+    return application_inputs({**body, "status": None})
+
+
+async def serve(ctx: OperatorContext) -> None:
+    """Run the work queue's loop until the context closes: the one place reconciles run."""
+
+    def full_pass(settled: int) -> None:
+        ctx.metrics.resync_passes.inc()
+        ctx.metrics.resync_settled.inc(settled)
+
+    await ctx.queue.run(
+        functools.partial(reconcile_key, ctx),
+        resync=ctx.resync,
+        workers=RECONCILE_WORKERS,
+        full_pass=full_pass,
+    )
+
+
+async def reconcile_key(ctx: OperatorContext, uid: str) -> None:
+    """Reconcile the newest copy of the Application ``uid`` (the queue's work)."""
+    body = ctx.app(uid)
+    if body is None or body["metadata"].get("deletionTimestamp"):
+        ctx.queue.finished(uid)  # nothing left to retry
+        return
+    await run_reconcile(ctx, body)
 
 
 async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome | None:
-    """Reconcile one Application under its lock, unless its backoff is not due; record the
-    metrics and, on an API failure, the next retry (raised as a :class:`kopf.TemporaryError`
-    with that delay). Then judge the children seen while it ran (no await in between, so
-    no other reconcile of it has started).
+    """Reconcile one Application under its lock; record the metrics and, on an API
+    failure, the next retry in the queue. Then judge the children seen while it ran (no
+    await in between, so no other reconcile of it has started).
 
-    None: nothing to do, because the reconcile that held the lock before this one settled
-    the Application and ``body`` reads as that reconcile left it (kopf's handler and a
-    resync pass that both found it unsettled: the second would repeat the first)."""
+    None: nothing was done, because ``body`` reads as the last reconcile left it while
+    it is settled, or the reconcile failed (recorded, and logged)."""
     try:
         return await _run_reconcile(ctx, body)
     finally:
@@ -209,11 +233,6 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
     uid, generation = str(meta["uid"]), meta.get("generation")
     queue = ctx.queue
     async with queue.lock(uid):
-        wait = queue.wait_before_retry(uid, generation)
-        if wait > 0:
-            last = queue.failure(uid)
-            detail = last.message if last is not None else "a recent failure"
-            raise RetryNotDue(f"{detail}; retrying in {describe_delay(wait)}", delay=wait)
         planned = queue.next_delay(uid)
         # A copy older than our last status write is compared with what that write left.
         snapshot = known_status(snapshot, queue.written_status(uid))
@@ -247,16 +266,25 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
                     span.set_attribute("mas.phase", outcome.phase)
         except ApiException as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
-            queue.refused(uid)  # its error path may have written a status
             detail = f"the API server answered {exc.status}: {api_message(exc)}"
             if exc.status in (400, 422):
-                raise kopf.PermanentError(f"a child object was refused: {detail}") from None
+                queue.refused(uid)  # its error path may have written a status
+                logger.warning(
+                    "Application %s/%s: a child object was refused: %s; not retried until "
+                    "something it reads changes",
+                    meta["namespace"],
+                    meta["name"],
+                    detail,
+                )
+                return None
             delay = honour_retry_after(planned, retry_after(exc))
-            raise _retry_later(ctx, snapshot, exc.status, detail, delay) from None
+            _retry_later(ctx, snapshot, exc.status, detail, delay)
+            return None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             ctx.metrics.reconciles.labels(outcome="error").inc()
             detail = f"the API server could not be reached: {exc}"
-            raise _retry_later(ctx, snapshot, None, detail, planned) from None
+            _retry_later(ctx, snapshot, None, detail, planned)
+            return None
         finally:
             ctx.metrics.duration.observe(time.perf_counter() - started)
     ctx.metrics.reconciles.labels(outcome=outcome.phase.lower()).inc()
@@ -269,7 +297,7 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
         # Settled: the next reconcile would read the Application as our status write left
         # it (or as read) and the children as our applies left them, so it would do
         # nothing. The echoes of those writes keep it settled; any other change of the
-        # Application (remember) or event of a child (mark_dirty) unsettles it.
+        # Application (remember) or event of a child (enqueue) unsettles it.
         settled_as = snapshot if outcome.status_written is None else outcome.status_written
         queue.settle(uid, application_inputs(settled_as))
     if outcome.cards is not None and uid in ctx.apps:  # not for one deleted meanwhile
@@ -287,17 +315,16 @@ def _retry_later(
     status: int | None,
     detail: str,
     delay: float,
-) -> kopf.TemporaryError:
-    """Record the failure (which wakes the resync loop to wait for it), count the retry."""
+) -> None:
+    """Record the failure in the queue (which retries it when ``delay`` is over), count
+    the retry, log it."""
     meta = body["metadata"]
     failing = ctx.queue.failed(
         str(meta["uid"]), delay, generation=meta.get("generation"), message=detail
     )
-    reason = failure_reason(status)
-    ctx.metrics.retries.labels(reason=reason).inc()
+    ctx.metrics.retries.labels(reason=failure_reason(status)).inc()
     message = f"{detail}; retrying in {describe_delay(delay)} (failure {failing.failures} in a row)"
     logger.warning("Application %s/%s: %s", meta["namespace"], meta["name"], message)
-    return kopf.TemporaryError(message, delay=delay)
 
 
 def register(registry: kopf.OperatorRegistry) -> None:
@@ -305,41 +332,20 @@ def register(registry: kopf.OperatorRegistry) -> None:
     resource = (API_GROUP, API_VERSION, PLURAL)
     indexes.register(registry)
 
-    @kopf.on.resume(*resource, id=RECONCILE_HANDLER_ID, registry=registry)
-    @kopf.on.create(*resource, id=RECONCILE_HANDLER_ID, registry=registry)
-    @kopf.on.update(*resource, id=RECONCILE_HANDLER_ID, registry=registry)
-    async def reconcile_handler(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
-        ctx: OperatorContext = memo["ctx"]
-        ctx.see_indexes(kwargs)
-        ctx.remember(body)
-        try:
-            outcome = await run_reconcile(ctx, body)
-            if outcome is None:
-                return
-        except RetryNotDue as waiting:
-            # The resync loop owns this Application's retry and runs it when it is due;
-            # raising would only make kopf log an error and post an Event for nothing tried.
-            logger.debug("Application %s: %s", body.metadata.name, waiting)
-            return
-        if outcome.stalled:
-            raise kopf.PermanentError(
-                f"{outcome.observed.stall_reason}: {outcome.observed.stall_message}"
-            )
-
     @kopf.on.event(*resource, id="track", registry=registry)
     async def track_application(
         body: kopf.Body, type: str | None, memo: kopf.Memo, **kwargs: Any
     ) -> None:
         ctx: OperatorContext = memo["ctx"]
-        ctx.see_indexes(kwargs)  # before the resync loop can reconcile this Application
+        ctx.see_indexes(kwargs)  # before the queue can reconcile this Application
         uid = str(body.metadata.uid)
         if type == "DELETED":
             ctx.forget(uid)
             return
         before = ctx.app(uid)
         ctx.remember(body)
-        if before is not None and conformance_run(before) != conformance_run(body):
-            ctx.queue.enqueue(uid)  # kopf leaves maslab.io/ annotations out of its diff
+        if before is None or spec_inputs(before) != spec_inputs(body):
+            ctx.queue.enqueue(uid, body.metadata.get("generation"))
 
     for kind in (*CHILD_KINDS, JOB_KIND):  # a conformance Job's status carries its verdict
         group, _, version = kind.api_version.rpartition("/")

@@ -27,13 +27,12 @@ from kubernetes import config as k8s_config
 from prometheus_client import start_http_server
 
 from mas_operator.backoff import Backoff
-from mas_operator.handlers import OperatorContext, register
+from mas_operator.handlers import OperatorContext, register, serve
 from mas_operator.health import Readiness, serve_health
 from mas_operator.kube import Cluster
 from mas_operator.leases import LeaderElector, LeaseSettings
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import DIFFBASE_KEY, DOMAIN
-from mas_operator.resync import resync_loop
 from mas_operator.scopes import (
     UnwatchedReporter,
     crd_served,
@@ -277,7 +276,7 @@ async def _run_kopf(
     )
     if scoped and not await crd_served(ctx.cluster):
         return False
-    tasks = [asyncio.create_task(resync_loop(ctx)), asyncio.create_task(ctx.cards.run())]
+    tasks = [asyncio.create_task(serve(ctx)), asyncio.create_task(ctx.cards.run())]
     if scoped:
         reporter = UnwatchedReporter(ctx.cluster, options.namespaces, handle.metrics)
         tasks.append(

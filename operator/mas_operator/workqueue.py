@@ -1,48 +1,61 @@
-"""The work queue: every per-Application scheduling fact, and when each is reconciled.
+"""The work queue: every per-Application scheduling fact, and the one loop that reconciles.
 
 One :class:`WorkQueue` per operator, keyed by an Application's uid, used from the
 operator's event loop only (not thread-safe). It holds what decides whether and when a key
-is reconciled: which keys exist, which are dirty, the backoff and ``Retry-After`` of the
-failing ones (:class:`~mas_operator.backoff.Retries`), the versions our own last writes
-returned (children and status), which keys are settled, the children seen while a key's
-reconcile ran, and the lock that keeps two reconciles of one key apart. The handlers ask
-it; they keep no scheduling state of their own.
+is reconciled: which keys exist, which are dirty and since when, the backoff and
+``Retry-After`` of the failing ones (:class:`~mas_operator.backoff.Retries`), the versions
+our own last writes returned (children and status), which keys are settled, the children
+seen while a key's reconcile ran, and the lock that keeps two reconciles of one key apart.
+Its :meth:`WorkQueue.run` loop is the only caller of a reconcile, first tries and retries
+alike: the kopf handlers (:mod:`mas_operator.handlers`) only remember objects and
+:meth:`~WorkQueue.enqueue`; kopf itself never retries anything.
 
 Invariants:
 
 - **Tracked keys only.** :meth:`enqueue` marks a key dirty only once :meth:`track` has
   seen it; :meth:`forget` drops every fact about a key in one call, and a forgotten key
   is never handed out again until it is tracked again.
+- **A burst is one reconcile.** A dirty key is due once no :meth:`enqueue` came for
+  :data:`COALESCE` seconds, or :data:`COALESCE_LIMIT` seconds after the first one, so a
+  stream of edits never starves it.
 - **Never before its backoff.** A key whose last reconcile failed (:meth:`failed`) is not
-  handed out (:meth:`take`) before its retry is due for the same generation, whoever
-  asks; it stays dirty meanwhile. A new generation is due at once. :meth:`finished`
-  forgets its failures.
-- **Dirty is handed out once.** :meth:`take` removes what it hands out from the dirty
-  set; an :meth:`enqueue` while that reconcile runs marks it dirty again, so a change
-  seen mid-reconcile is reconciled after it, never lost.
-- **One reconcile at a time per key.** :meth:`lock`; a child event that arrives while
-  one runs is held (:meth:`child_seen`) and judged when it finishes (:meth:`judge_held`),
-  after the reconcile has recorded the versions its applies returned.
+  handed out before its retry is due, whoever asks; it stays dirty meanwhile. An
+  :meth:`enqueue` with a new generation forgets the failures: a new spec is tried at
+  once. :meth:`finished` forgets them too.
+- **Handed out once, one at a time.** :meth:`take` removes what it hands out from the
+  dirty set and marks it active until its work is done; an active key is never handed
+  out again, and an :meth:`enqueue` meanwhile makes it due again after the work ends, so
+  a change seen mid-reconcile is reconciled after it, never lost nor run beside it.
 - **Our own echoes are not changes.** A child event whose ``resourceVersion`` is what our
-  last apply of that child returned (:meth:`is_own_write`) neither dirties nor unsettles.
+  last apply of that child returned (:meth:`is_own_write`) neither dirties nor unsettles;
+  one that arrives while the key's reconcile runs is held (:meth:`child_seen`) and judged
+  when it ends (:meth:`judge_held`), after the reconcile recorded what its applies
+  returned.
 - **Settled means nothing changed.** A key is settled (:meth:`settle`) only by a
   successful reconcile that read nothing but the Application and its children; any
-  :meth:`enqueue` or :meth:`unsettle` ends it. A full pass skips settled keys.
+  :meth:`enqueue`, :meth:`unsettle` or :meth:`begin` ends it. A full pass (every
+  ``resync`` seconds) hands out every key that is not settled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mas_operator.backoff import Backoff, Failing, Retries
 from mas_operator.noops import Applied, ChildKey
 from mas_operator.statuses import WrittenStatus
 
+logger = logging.getLogger(__name__)
+
 Seen = tuple[str, str, str]  # a child event: (kind, name, resourceVersion)
+
+COALESCE = 0.2  # seconds a dirty key waits for no further enqueue
+COALESCE_LIMIT = 5.0  # seconds a dirty key waits at most for its burst to end
 
 
 class WorkQueue:
@@ -57,7 +70,9 @@ class WorkQueue:
     ) -> None:
         self._retries = Retries(backoff, clock=clock, spread=spread)
         self._keys: set[str] = set()
-        self._dirty: set[str] = set()
+        self._clock = clock
+        self._dirty: dict[str, tuple[float, float]] = {}  # uid: (first, last) enqueue
+        self._active: set[str] = set()  # handed out, its work not done yet
         self._written: dict[str, Mapping[ChildKey, str]] = {}
         self._last_applied: dict[str, Mapping[ChildKey, Applied]] = {}
         self._settled: dict[str, bytes] = {}
@@ -83,7 +98,7 @@ class WorkQueue:
     def forget(self, uid: str) -> None:
         """Drop every fact about ``uid`` (the Application was deleted)."""
         self._keys.discard(uid)
-        self._dirty.discard(uid)
+        self._dirty.pop(uid, None)
         self._locks.pop(uid, None)
         self._written.pop(uid, None)
         self._last_applied.pop(uid, None)
@@ -94,34 +109,66 @@ class WorkQueue:
 
     # -- asking for a reconcile ---------------------------------------------------------
 
-    def enqueue(self, uid: str) -> None:
-        """Something ``uid`` reads changed: unsettle it and reconcile it soon."""
+    def enqueue(self, uid: str, generation: int | None = None) -> None:
+        """Something ``uid`` reads changed: unsettle it and reconcile it soon. With a
+        ``generation`` other than the failed one, its failures are forgotten."""
         self._settled.pop(uid, None)
-        if uid in self._keys:
-            self._dirty.add(uid)
+        if uid not in self._keys:
+            return
+        failing = self._retries.state(uid)
+        if generation is not None and failing is not None and failing.generation != generation:
+            self._retries.succeeded(uid)
+        now = self._clock()
+        earlier = self._dirty.get(uid)
+        self._dirty[uid] = (now if earlier is None else earlier[0], now)
+        if earlier is None:  # newly dirty: the loop recomputes when to wake
             self._wake.set()
 
     def is_dirty(self, uid: str) -> bool:
         return uid in self._dirty
 
+    def _due_at(self, uid: str, now: float) -> float:
+        """When ``uid`` may be handed out (on the queue's clock, which reads ``now``)."""
+        at = now + self._retries.wait(uid)
+        if uid in self._dirty:
+            first, last = self._dirty[uid]
+            at = max(at, min(last + COALESCE, first + COALESCE_LIMIT))
+        return at
+
     def take(self, full: bool = False) -> list[str]:
-        """The keys due now, sorted, removed from the dirty set: the dirty and the failing
-        ones whose backoff is due, and with ``full`` every tracked key not settled. A
-        dirty key still backing off stays dirty."""
-        wanted = self._dirty | {str(k) for k in self._retries.failing()}
+        """The keys due now, sorted, each removed from the dirty set and marked active:
+        the dirty ones whose burst is over, the failing ones whose backoff is due, and
+        with ``full`` every tracked key not settled. A key that is active, still
+        coalescing or backing off is not handed out (and stays dirty)."""
+        wanted = set(self._dirty) | {str(k) for k in self._retries.failing()}
         if full:
             wanted |= self.unsettled()
-        due = {uid for uid in wanted if self._retries.wait(uid) == 0}
-        self._dirty -= due
-        return sorted(due)
+        now = self._clock()
+        due = sorted(u for u in wanted - self._active if self._due_at(u, now) <= now)
+        for uid in due:
+            self._dirty.pop(uid, None)
+            self._active.add(uid)
+        return due
+
+    def done(self, uid: str) -> None:
+        """The work on ``uid`` handed out by :meth:`take` ended (whatever its result)."""
+        self._active.discard(uid)
+        if uid in self._dirty:
+            self._wake.set()  # enqueued meanwhile: due again
+
+    def next_due(self) -> float | None:
+        """Seconds until the earliest dirty or failing key that is not active may be
+        handed out (``None``: none)."""
+        failing = {str(k) for k in self._retries.failing()}
+        waiting = (set(self._dirty) | failing) - self._active
+        if not waiting:
+            return None
+        now = self._clock()
+        return max(0.0, min(self._due_at(u, now) for u in waiting) - now)
 
     def unsettled(self) -> set[str]:
         """Every tracked key that is not settled."""
         return {uid for uid in self._keys if uid not in self._settled}
-
-    def next_due(self) -> float | None:
-        """Seconds until the earliest retry of a failing key (``None``: none failing)."""
-        return self._retries.next_due()
 
     async def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for an :meth:`enqueue`, a :meth:`failed` or
@@ -140,6 +187,56 @@ class WorkQueue:
         races with the event it waits for)."""
         self.closing = True
         self._wake.set()
+
+    async def run(
+        self,
+        work: Callable[[str], Awaitable[None]],
+        *,
+        resync: float,
+        workers: int,
+        full_pass: Callable[[int], None] = lambda settled: None,
+    ) -> None:
+        """Hand out every key when it is due to ``work`` (at most ``workers`` at once)
+        until :meth:`close`: dirty keys once their burst is over, failing ones when their
+        backoff is due, and every ``resync`` seconds every key that is not settled
+        (``full_pass`` is told how many it left alone). ``work`` records its own failures
+        (:meth:`failed`); one that raises is logged and retried with backoff, and never
+        ends the loop."""
+        slots = asyncio.Semaphore(workers)
+        tasks: set[asyncio.Task[None]] = set()
+        last_full = self._clock()
+        try:
+            while not self.closing:
+                full = self._clock() - last_full >= resync
+                if full:
+                    last_full = self._clock()
+                    full_pass(len(self._keys & set(self._settled)))
+                for uid in self.take(full=full):
+                    task = asyncio.create_task(self._work_on(uid, work, slots))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                timeout = max(0.0, resync - (self._clock() - last_full))
+                retry = self.next_due()
+                await self.wait(timeout if retry is None else min(timeout, retry))
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _work_on(
+        self, uid: str, work: Callable[[str], Awaitable[None]], slots: asyncio.Semaphore
+    ) -> None:
+        try:
+            async with slots:
+                # what it reads from now on is the newest: an enqueue before this is covered
+                self._dirty.pop(uid, None)
+                await work(uid)
+        except Exception as exc:  # a bug must not end the loop that repairs every key
+            logger.exception("reconciling %s failed", uid)
+            if uid in self._keys:  # and is not retried at every wake-up either
+                self.failed(uid, self.next_delay(uid), message=f"reconciling failed: {exc!r}")
+        finally:
+            self.done(uid)
 
     # -- one reconcile -------------------------------------------------------------------
 

@@ -19,7 +19,6 @@ from mas_operator.handlers import OperatorContext, application_inputs, run_recon
 from mas_operator.kube import Cluster
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import ANNOTATION_CONFORMANCE_RUN, ANNOTATION_DIFFBASE
-from mas_operator.resync import is_settled
 from mas_operator.statuses import after_write
 
 pytestmark = pytest.mark.timeout(10)
@@ -105,14 +104,14 @@ def ctx() -> OperatorContext:
 def test_the_echoes_of_our_writes_keep_it_settled(ctx: OperatorContext) -> None:
     ctx.remember(app())  # the status write's echo, however late it comes
     ctx.remember(bookkeeping(app()))  # then kopf's annotation patch
-    assert is_settled(ctx, UID)
+    assert ctx.queue.is_settled(UID)
 
 
 def test_the_version_it_was_reconciled_from_keeps_it_settled(ctx: OperatorContext) -> None:
     """kopf's handler can be called with the version a resync pass reconciled from, after
     that reconcile wrote its status."""
     ctx.remember(created())
-    assert is_settled(ctx, UID)
+    assert ctx.queue.is_settled(UID)
 
 
 def test_a_reconcile_queued_behind_the_one_that_settled_it_does_nothing(
@@ -123,27 +122,27 @@ def test_a_reconcile_queued_behind_the_one_that_settled_it_does_nothing(
     assert asyncio.run(run_reconcile(ctx, created())) is None
     assert asyncio.run(run_reconcile(ctx, app())) is None
     assert reconciles(ctx.metrics) == 0
-    assert is_settled(ctx, UID)
+    assert ctx.queue.is_settled(UID)
 
 
 def test_any_other_change_of_the_application_unsettles_it(ctx: OperatorContext) -> None:
     edited = app("12")
     edited["metadata"]["labels"]["team"] = "ops"
     ctx.remember(edited)
-    assert not is_settled(ctx, UID)
+    assert not ctx.queue.is_settled(UID)
     ctx.remember(app("13"))  # changed back: still to be reconciled once
-    assert not is_settled(ctx, UID)
+    assert not ctx.queue.is_settled(UID)
 
 
 def test_a_child_event_that_is_not_our_echo_unsettles_it(ctx: OperatorContext) -> None:
     ctx.queue.enqueue(UID)
-    assert not is_settled(ctx, UID)
+    assert not ctx.queue.is_settled(UID)
     assert ctx.queue.is_dirty(UID)
 
 
 def test_a_forgotten_application_is_not_settled(ctx: OperatorContext) -> None:
     ctx.forget(UID)
-    assert not is_settled(ctx, UID)
+    assert not ctx.queue.is_settled(UID)
 
 
 def child(name: str, version: str) -> dict[str, Any]:
@@ -153,9 +152,9 @@ def child(name: str, version: str) -> dict[str, Any]:
 def test_the_echo_of_our_apply_outside_a_reconcile_keeps_it_settled(ctx: OperatorContext) -> None:
     ctx.queue.finished(UID, versions={("Service", "desk-front"): "213"})
     ctx.queue.child_seen(UID, child("desk-front", "213"))
-    assert is_settled(ctx, UID)
+    assert ctx.queue.is_settled(UID)
     ctx.queue.child_seen(UID, child("desk-front", "214"))  # someone else's write
-    assert not is_settled(ctx, UID)
+    assert not ctx.queue.is_settled(UID)
     assert ctx.queue.is_dirty(UID)
 
 
@@ -175,7 +174,7 @@ def test_an_echo_that_beats_the_record_of_its_apply_keeps_it_settled(
     ctx: OperatorContext,
 ) -> None:
     asyncio.run(reconcile_that_sees(ctx, child("desk-front", "213"), records="213"))
-    assert is_settled(ctx, UID)
+    assert ctx.queue.is_settled(UID)
     assert not ctx.queue.is_dirty(UID)
     assert ctx.queue.holding(UID) == 0
 
@@ -184,5 +183,5 @@ def test_a_change_seen_during_a_reconcile_unsettles_it_when_the_reconcile_ends(
     ctx: OperatorContext,
 ) -> None:
     asyncio.run(reconcile_that_sees(ctx, child("desk-front", "212"), records="213"))
-    assert not is_settled(ctx, UID)
+    assert not ctx.queue.is_settled(UID)
     assert ctx.queue.is_dirty(UID)

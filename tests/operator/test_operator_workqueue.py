@@ -9,7 +9,7 @@ import pytest
 
 from mas_operator.backoff import Backoff
 from mas_operator.statuses import WrittenStatus
-from mas_operator.workqueue import WorkQueue
+from mas_operator.workqueue import COALESCE, COALESCE_LIMIT, WorkQueue
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -48,17 +48,44 @@ def test_an_untracked_key_is_never_handed_out() -> None:
     assert not queue.is_dirty("stranger")
 
 
-def test_a_dirty_key_is_handed_out_once(queue: WorkQueue) -> None:
+def test_a_dirty_key_is_handed_out_once(queue: WorkQueue, clock: Clock) -> None:
     queue.enqueue(A)
     queue.enqueue(A)
+    clock.now += COALESCE
     assert queue.take() == [A]
     assert queue.take() == []
+    assert not queue.is_dirty(A)
 
 
-def test_an_enqueue_while_its_reconcile_runs_hands_it_out_again(queue: WorkQueue) -> None:
+def test_a_burst_is_handed_out_once_it_is_over(queue: WorkQueue, clock: Clock) -> None:
+    for _ in range(20):  # an edit every tenth of a second for two seconds
+        queue.enqueue(A)
+        assert queue.next_due() == pytest.approx(COALESCE)
+        clock.now += 0.1
+        assert queue.take() == []
+    clock.now += COALESCE
+    assert queue.take() == [A]
+
+
+def test_a_burst_that_never_ends_is_handed_out_at_the_limit(queue: WorkQueue, clock: Clock) -> None:
+    started = clock.now
+    while queue.take() == []:
+        queue.enqueue(A)
+        clock.now += 0.1
+    assert clock.now - started == pytest.approx(COALESCE_LIMIT + 0.1)
+
+
+def test_an_active_key_is_handed_out_again_only_after_its_work(
+    queue: WorkQueue, clock: Clock
+) -> None:
     queue.enqueue(A)
+    clock.now += COALESCE
     assert queue.take() == [A]
     queue.enqueue(A)  # a change seen mid-reconcile
+    clock.now += COALESCE
+    assert queue.take(full=True) == [B]  # never beside its running reconcile
+    assert queue.next_due() is None
+    queue.done(A)
     assert queue.take() == [A]
 
 
@@ -71,11 +98,12 @@ def test_a_full_pass_hands_out_every_key_not_settled(queue: WorkQueue) -> None:
 def test_a_failing_key_waits_for_its_backoff_whoever_asks(queue: WorkQueue, clock: Clock) -> None:
     queue.failed(A, queue.next_delay(A), generation=1, message="503")
     queue.enqueue(A)  # a child event meanwhile
+    clock.now += COALESCE
     assert queue.take(full=True) == [B]
     assert queue.is_dirty(A)  # kept until due
-    assert queue.wait_before_retry(A, 1) == pytest.approx(1.0)
-    assert queue.next_due() == pytest.approx(1.0)
-    clock.now += 1.0
+    assert queue.wait_before_retry(A, 1) == pytest.approx(1.0 - COALESCE)
+    assert queue.next_due() == pytest.approx(1.0 - COALESCE)
+    clock.now += 1.0 - COALESCE
     assert queue.take() == [A]
     assert not queue.is_dirty(A)
 
@@ -101,10 +129,15 @@ def test_a_retry_after_longer_than_the_backoff_is_kept(queue: WorkQueue, clock: 
     assert queue.take() == [A]
 
 
-def test_a_new_generation_is_due_at_once(queue: WorkQueue) -> None:
+def test_a_new_generation_is_due_at_once(queue: WorkQueue, clock: Clock) -> None:
     queue.failed(A, 5.0, generation=1)
-    assert queue.wait_before_retry(A, 1) == pytest.approx(5.0)
-    assert queue.wait_before_retry(A, 2) == 0.0
+    queue.enqueue(A, 1)  # the same spec: still backing off
+    clock.now += COALESCE
+    assert queue.take() == []
+    queue.enqueue(A, 2)
+    assert queue.failure(A) is None
+    clock.now += COALESCE
+    assert queue.take() == [A]
 
 
 def test_an_enqueue_unsettles(queue: WorkQueue) -> None:
@@ -178,7 +211,7 @@ def test_forget_drops_every_fact(queue: WorkQueue) -> None:
     assert queue.last_applied(A) is None and not queue.is_own_write(A, ("Service", "a", "7"))
     assert queue.take(full=True) == [B]
     queue.track(A)  # the same uid seen again starts from nothing
-    assert queue.take(full=True) == [A, B]
+    assert queue.take(full=True) == [A]  # B's work is not done
 
 
 def test_wait_returns_on_enqueue_and_on_close(queue: WorkQueue) -> None:
@@ -192,3 +225,113 @@ def test_wait_returns_on_enqueue_and_on_close(queue: WorkQueue) -> None:
 
     assert asyncio.run(scenario()) == (False, True, True)
     assert queue.closing
+
+
+class Worker:
+    """The queue's work: records each call, fails the first ``failures`` of each key."""
+
+    def __init__(self, queue: WorkQueue, failures: int = 0, raises: bool = False) -> None:
+        self.queue, self.failures, self.raises = queue, failures, raises
+        self.calls: list[str] = []
+        self.release = asyncio.Event()
+        self.release.set()
+
+    async def __call__(self, uid: str) -> None:
+        self.calls.append(uid)
+        await self.release.wait()
+        if self.calls.count(uid) <= self.failures:
+            if self.raises:
+                raise RuntimeError("a bug")
+            self.queue.failed(uid, self.queue.next_delay(uid), message="503")
+        else:
+            self.queue.finished(uid)
+            self.queue.settle(uid, b"inputs")
+
+    async def until(self, check: Any) -> None:
+        """Poll ``check`` on the loop, with a deadline."""
+        async with asyncio.timeout(5):
+            while not check():
+                await asyncio.sleep(0.01)
+
+
+def fast_queue() -> WorkQueue:
+    queue = WorkQueue(Backoff(initial=0.05, cap=0.2, jitter=0.0))
+    queue.track(A)
+    return queue
+
+
+def run_loop(queue: WorkQueue, worker: Worker, passes: list[int]) -> asyncio.Task[None]:
+    return asyncio.create_task(queue.run(worker, resync=3600.0, workers=2, full_pass=passes.append))
+
+
+async def stop(queue: WorkQueue, loop: asyncio.Task[None]) -> None:
+    queue.close()
+    async with asyncio.timeout(5):
+        await loop
+
+
+def test_the_loop_retries_a_failure_until_it_succeeds() -> None:
+    async def scenario() -> list[str]:
+        queue = fast_queue()
+        worker = Worker(queue, failures=2)
+        loop = run_loop(queue, worker, [])
+        queue.enqueue(A)
+        await worker.until(lambda: len(worker.calls) == 3)
+        assert queue.failure(A) is None and queue.is_settled(A)
+        await stop(queue, loop)
+        return worker.calls
+
+    assert asyncio.run(scenario()) == [A, A, A]
+
+
+def test_work_that_raises_is_retried_and_the_loop_lives_on() -> None:
+    async def scenario() -> list[str]:
+        queue = fast_queue()
+        worker = Worker(queue, failures=1, raises=True)
+        loop = run_loop(queue, worker, [])
+        queue.enqueue(A)
+        await worker.until(lambda: len(worker.calls) == 2)
+        assert not loop.done()
+        await stop(queue, loop)
+        return worker.calls
+
+    assert asyncio.run(scenario()) == [A, A]
+
+
+def test_enqueues_during_a_reconcile_make_one_more() -> None:
+    async def scenario() -> list[str]:
+        queue = fast_queue()
+        worker = Worker(queue)
+        worker.release.clear()  # the first reconcile runs until released
+        loop = run_loop(queue, worker, [])
+        queue.enqueue(A)
+        await worker.until(lambda: len(worker.calls) == 1)
+        for _ in range(100):
+            queue.enqueue(A)
+        worker.release.set()
+        await worker.until(lambda: len(worker.calls) == 2)
+        await worker.until(lambda: not queue.is_dirty(A) and queue.is_settled(A))
+        await stop(queue, loop)
+        return worker.calls
+
+    assert asyncio.run(scenario()) == [A, A]
+
+
+def test_a_full_pass_reconciles_what_is_not_settled() -> None:
+    async def scenario() -> tuple[list[str], list[int]]:
+        queue = fast_queue()
+        queue.track(B)
+        queue.settle(B, b"inputs")
+        worker = Worker(queue)
+        passes: list[int] = []
+        loop = asyncio.create_task(
+            queue.run(worker, resync=0.05, workers=2, full_pass=passes.append)
+        )
+        await worker.until(lambda: len(worker.calls) == 1)
+        await worker.until(lambda: len(passes) >= 3)
+        await stop(queue, loop)
+        return worker.calls, passes[:3]
+
+    calls, passes = asyncio.run(scenario())
+    assert calls == [A]  # B was settled, and A once its reconcile settled it
+    assert passes[0] == 1 and passes[1:] == [2, 2]
