@@ -37,6 +37,7 @@ from mas.telemetry import tracing
 from mas.telemetry.logs import LOG_FORMATS, LogFormatError, resolve_format, setup_logging
 from mas_operator.cards import check_published_cards
 from mas_operator.children import build_children
+from mas_operator.handlers import COLD_EVERY
 from mas_operator.kube import api_message
 from mas_operator.manifests import dump_manifests
 from mas_operator.plan import plan_application
@@ -57,6 +58,16 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: accepted: a number of seconds above 0")
+    return value
+
+
+def _passes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of passes") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: accepted: 0 (never) or more passes")
     return value
 
 
@@ -142,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=30.0,
         metavar="SECONDS",
         help="reconcile every Application at least this often (default 30)",
+    )
+    run.add_argument(
+        "--cold-every",
+        type=_passes,
+        default=COLD_EVERY,
+        metavar="N",
+        help=(
+            f"every Nth full pass reads every Application's children from the API server, "
+            f"settled or not (0: never; default {COLD_EVERY})"
+        ),
     )
     run.add_argument(
         "--no-leader-election",
@@ -231,6 +252,7 @@ def _run(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         metrics_address=args.metrics_address,
         resync=args.resync,
+        cold_every=args.cold_every,
         leader_election=not args.no_leader_election,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,

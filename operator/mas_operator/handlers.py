@@ -10,7 +10,9 @@
   own apply.
 - The :class:`~mas_operator.workqueue.WorkQueue` decides when each Application is
   reconciled and retried (:func:`serve` runs its loop); :func:`reconcile_key` is the only
-  work it does: :func:`run_reconcile` on the newest copy.
+  work it does: :func:`run_reconcile` on the newest copy. Every :data:`COLD_EVERY`-th full
+  pass is cold: each Application, settled or not, is reconciled from its children as the
+  API server lists them (the indexes can keep a child deleted while a watch re-listed).
 - An invalid spec is reported (``Stalled``) and not retried: the next edit is handled. A
   child the API server refuses (400, 422) is reported and not retried either. Any other
   API failure (another answer, a connection error, a timeout) is recorded in the queue,
@@ -69,6 +71,7 @@ from mas_operator.workqueue import WorkQueue
 logger = logging.getLogger(__name__)
 
 RECONCILE_WORKERS = 6  # threads running reconciles (the default executor's size on 2 cores)
+COLD_EVERY = 10  # every 10th full pass reads the children from the API server
 
 
 @dataclass
@@ -80,6 +83,7 @@ class OperatorContext:
     cluster: Cluster
     metrics: OperatorMetrics
     resync: float = 30.0
+    cold_every: int = COLD_EVERY  # full passes; every such one is cold (0: never)
     # uid: the newest copy of each Application (kept_copy), as compact JSON: a fifth of its
     # size as dicts, and read only when a reconcile or a conformance-run check needs it
     apps: dict[str, bytes] = field(default_factory=dict)
@@ -193,14 +197,17 @@ def spec_inputs(body: Mapping[str, Any]) -> bytes:
 async def serve(ctx: OperatorContext) -> None:
     """Run the work queue's loop until the context closes: the one place reconciles run."""
 
-    def full_pass(settled: int) -> None:
+    def full_pass(settled: int, cold: bool) -> None:
         ctx.metrics.resync_passes.inc()
         ctx.metrics.resync_settled.inc(settled)
+        if cold:
+            ctx.metrics.cold_passes.inc()
 
     await ctx.queue.run(
         functools.partial(reconcile_key, ctx),
         resync=ctx.resync,
         workers=RECONCILE_WORKERS,
+        cold_every=ctx.cold_every,
         full_pass=full_pass,
     )
 
@@ -211,23 +218,30 @@ async def reconcile_key(ctx: OperatorContext, uid: str) -> None:
     if body is None or body["metadata"].get("deletionTimestamp"):
         ctx.queue.finished(uid)  # nothing left to retry
         return
-    await run_reconcile(ctx, body)
+    await run_reconcile(ctx, body, cold=ctx.queue.is_cold(uid))
 
 
-async def run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome | None:
+async def run_reconcile(
+    ctx: OperatorContext, body: Mapping[str, Any], *, cold: bool = False
+) -> Outcome | None:
     """Reconcile one Application under its lock; record the metrics and, on an API
     failure, the next retry in the queue. Then judge the children seen while it ran (no
     await in between, so no other reconcile of it has started).
 
     None: nothing was done, because ``body`` reads as the last reconcile left it while
-    it is settled, or the reconcile failed (recorded, and logged)."""
+    it is settled, or the reconcile failed (recorded, and logged).
+
+    ``cold``: ignore ``settled`` and read the children from the API server, not from the
+    watches' indexes (which can keep a child deleted while a watch re-listed)."""
     try:
-        return await _run_reconcile(ctx, body)
+        return await _run_reconcile(ctx, body, cold)
     finally:
         ctx.queue.judge_held(str(body["metadata"]["uid"]))
 
 
-async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outcome | None:
+async def _run_reconcile(
+    ctx: OperatorContext, body: Mapping[str, Any], cold: bool
+) -> Outcome | None:
     snapshot = dict(body)
     meta = snapshot["metadata"]
     uid, generation = str(meta["uid"]), meta.get("generation")
@@ -236,10 +250,11 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
         planned = queue.next_delay(uid)
         # A copy older than our last status write is compared with what that write left.
         snapshot = known_status(snapshot, queue.written_status(uid))
-        if ctx.reads_as_settled(uid, snapshot):
+        if not cold and ctx.reads_as_settled(uid, snapshot):
             return None
         # Read on the loop, where kopf updates the indexes; None: the reconcile LISTs them.
-        existing = ctx.children.children_of(uid) if ctx.children is not None else None
+        index = None if cold else ctx.children
+        existing = index.children_of(uid) if index is not None else None
         written = queue.begin(uid)  # unsettled; filled as it applies
         checked = ctx.cards.version(uid)  # a verdict that changes meanwhile: reconcile again
         started = time.perf_counter()
@@ -293,7 +308,7 @@ async def _run_reconcile(ctx: OperatorContext, body: Mapping[str, Any]) -> Outco
     if outcome.status_written is not None:
         status = after_write(snapshot, outcome.status_written, queue.written_status(uid))
     queue.finished(uid, versions=outcome.versions, last_applied=outcome.last_applied, status=status)
-    if outcome.self_contained and existing is not None:
+    if outcome.self_contained and (existing is not None or cold):
         # Settled: the next reconcile would read the Application as our status write left
         # it (or as read) and the children as our applies left them, so it would do
         # nothing. The echoes of those writes keep it settled; any other change of the

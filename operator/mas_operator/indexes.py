@@ -20,8 +20,9 @@ Rules the reconcile relies on:
   of MiB;
 - what kopf's watch misses the index misses too: an object deleted while a watch is being
   re-listed (after a ``410 Gone``) stays in its index until it reappears. A reconcile then
-  skips applying it while its recorded stamp matches; editing the Application or
-  restarting the operator applies it again.
+  skips applying it while its recorded stamp matches; the next cold pass (the work queue's,
+  :mod:`mas_operator.workqueue`), which reads the children from the API server instead,
+  applies it again (``tests/operator/test_operator_drift_envtest.py`` pins both).
 """
 
 from __future__ import annotations

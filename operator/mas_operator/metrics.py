@@ -11,7 +11,9 @@
 - ``mas_operator_unwatched_applications``: Applications outside the watched namespaces,
   left alone (a scoped operator, :mod:`mas_operator.scopes`)
 - ``mas_operator_resync_passes_total``: full resync passes; ``mas_operator_resync_settled_total``:
-  Applications a pass left alone because nothing they depend on changed
+  Applications a pass left alone because nothing they depend on changed;
+  ``mas_operator_cold_passes_total``: the full passes that reconciled every Application
+  from the API server's children, settled or not
 """
 
 from __future__ import annotations
@@ -86,6 +88,11 @@ class OperatorMetrics:
         self.resync_settled = Counter(
             "mas_operator_resync_settled",
             "Applications a full resync pass left alone: nothing they depend on changed",
+            registry=self.registry,
+        )
+        self.cold_passes = Counter(
+            "mas_operator_cold_passes",
+            "Full passes that read every Application's children from the API server",
             registry=self.registry,
         )
         self.leader = Gauge(

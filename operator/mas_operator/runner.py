@@ -27,7 +27,7 @@ from kubernetes import config as k8s_config
 from prometheus_client import start_http_server
 
 from mas_operator.backoff import Backoff
-from mas_operator.handlers import OperatorContext, register, serve
+from mas_operator.handlers import COLD_EVERY, OperatorContext, register, serve
 from mas_operator.health import Readiness, serve_health
 from mas_operator.kube import Cluster
 from mas_operator.leases import LeaderElector, LeaseSettings
@@ -55,6 +55,7 @@ class OperatorOptions:
     metrics_port: int | None = None
     metrics_address: str = "0.0.0.0"
     resync: float = 30.0
+    cold_every: int = COLD_EVERY  # full passes; every such one is cold (0: never)
     leader_election: bool = True
     lease_name: str = "mas-operator"
     lease_namespace: str | None = None
@@ -272,7 +273,11 @@ async def _run_kopf(
         operator_settings(settings, scanning=not scoped)
 
     ctx = OperatorContext(
-        Cluster(api), handle.metrics, options.resync, queue=WorkQueue(options.backoff)
+        Cluster(api),
+        handle.metrics,
+        options.resync,
+        options.cold_every,
+        queue=WorkQueue(options.backoff),
     )
     if scoped and not await crd_served(ctx.cluster):
         return False

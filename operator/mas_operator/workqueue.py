@@ -73,6 +73,7 @@ class WorkQueue:
         self._clock = clock
         self._dirty: dict[str, tuple[float, float]] = {}  # uid: (first, last) enqueue
         self._active: set[str] = set()  # handed out, its work not done yet
+        self._cold: set[str] = set()  # to be handed out once with cold=True
         self._written: dict[str, Mapping[ChildKey, str]] = {}
         self._last_applied: dict[str, Mapping[ChildKey, Applied]] = {}
         self._settled: dict[str, bytes] = {}
@@ -99,6 +100,7 @@ class WorkQueue:
         """Drop every fact about ``uid`` (the Application was deleted)."""
         self._keys.discard(uid)
         self._dirty.pop(uid, None)
+        self._cold.discard(uid)
         self._locks.pop(uid, None)
         self._written.pop(uid, None)
         self._last_applied.pop(uid, None)
@@ -135,12 +137,15 @@ class WorkQueue:
             at = max(at, min(last + COALESCE, first + COALESCE_LIMIT))
         return at
 
-    def take(self, full: bool = False) -> list[str]:
+    def take(self, full: bool = False, cold: bool = False) -> list[str]:
         """The keys due now, sorted, each removed from the dirty set and marked active:
-        the dirty ones whose burst is over, the failing ones whose backoff is due, and
-        with ``full`` every tracked key not settled. A key that is active, still
-        coalescing or backing off is not handed out (and stays dirty)."""
-        wanted = set(self._dirty) | {str(k) for k in self._retries.failing()}
+        the dirty ones whose burst is over, the failing ones whose backoff is due, with
+        ``full`` every tracked key not settled, and with ``cold`` every tracked key, each
+        marked for one cold reconcile (:meth:`is_cold`). A key that is active, still
+        coalescing or backing off is not handed out (and stays dirty, or cold)."""
+        if cold:
+            self._cold = set(self._keys)
+        wanted = set(self._dirty) | {str(k) for k in self._retries.failing()} | self._cold
         if full:
             wanted |= self.unsettled()
         now = self._clock()
@@ -160,11 +165,16 @@ class WorkQueue:
         """Seconds until the earliest dirty or failing key that is not active may be
         handed out (``None``: none)."""
         failing = {str(k) for k in self._retries.failing()}
-        waiting = (set(self._dirty) | failing) - self._active
+        waiting = (set(self._dirty) | failing | self._cold) - self._active
         if not waiting:
             return None
         now = self._clock()
         return max(0.0, min(self._due_at(u, now) for u in waiting) - now)
+
+    def is_cold(self, uid: str) -> bool:
+        """Whether the next reconcile of ``uid`` is cold: it ignores ``settled`` and reads
+        the children from the API server, not from the watches' indexes."""
+        return uid in self._cold
 
     def unsettled(self) -> set[str]:
         """Every tracked key that is not settled."""
@@ -194,24 +204,30 @@ class WorkQueue:
         *,
         resync: float,
         workers: int,
-        full_pass: Callable[[int], None] = lambda settled: None,
+        cold_every: int = 0,
+        full_pass: Callable[[int, bool], None] = lambda settled, cold: None,
     ) -> None:
         """Hand out every key when it is due to ``work`` (at most ``workers`` at once)
         until :meth:`close`: dirty keys once their burst is over, failing ones when their
         backoff is due, and every ``resync`` seconds every key that is not settled
-        (``full_pass`` is told how many it left alone). ``work`` records its own failures
-        (:meth:`failed`); one that raises is logged and retried with backoff, and never
-        ends the loop."""
+        (``full_pass`` is told how many it left alone). Every ``cold_every``-th full pass
+        (0: never) is cold: every key is handed out, :meth:`is_cold` while its work runs.
+        ``work`` records its own failures (:meth:`failed`); one that raises is logged and
+        retried with backoff, and never ends the loop."""
         slots = asyncio.Semaphore(workers)
         tasks: set[asyncio.Task[None]] = set()
         last_full = self._clock()
+        passes = 0
         try:
             while not self.closing:
                 full = self._clock() - last_full >= resync
+                cold = False
                 if full:
                     last_full = self._clock()
-                    full_pass(len(self._keys & set(self._settled)))
-                for uid in self.take(full=full):
+                    passes += 1
+                    cold = cold_every > 0 and passes % cold_every == 0
+                    full_pass(0 if cold else len(self._keys & set(self._settled)), cold)
+                for uid in self.take(full=full, cold=cold):
                     task = asyncio.create_task(self._work_on(uid, work, slots))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
@@ -231,6 +247,8 @@ class WorkQueue:
                 # what it reads from now on is the newest: an enqueue before this is covered
                 self._dirty.pop(uid, None)
                 await work(uid)
+                if self._retries.state(uid) is None:  # a failed one stays cold for its retry
+                    self._cold.discard(uid)
         except Exception as exc:  # a bug must not end the loop that repairs every key
             logger.exception("reconciling %s failed", uid)
             if uid in self._keys:  # and is not retried at every wake-up either

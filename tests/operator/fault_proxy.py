@@ -5,8 +5,12 @@ with the control plane's CA, as they verify the API server) and forwards every r
 API server over HTTPS. Rules the test sets (methods, a path pattern, the answers to give)
 make it answer a matching request itself with a Kubernetes ``Status`` body: 409 Conflict,
 429 TooManyRequests, 500 InternalError, 503 ServiceUnavailable (with ``Retry-After`` when
-the rule says so). Watches (``watch=true``) are never faulted and stream through unchanged.
-Every request is recorded with its arrival time (``time.monotonic``) and the status it got.
+the rule says so). Watches (``watch=true``) are never faulted and stream through unchanged,
+but a test can cut the watches of some paths (:meth:`FaultProxy.cut_watches`): their
+streams are closed and their reconnections held until :meth:`FaultProxy.resume_watches`,
+which answers each held one with the API server's ``410 Gone`` watch event (the resource
+version is too old), so the client lists again. Every request is recorded with its arrival
+time (``time.monotonic``) and the status it got.
 
 The proxy runs its own event loop in a thread of its own, like the operator under test.
 """
@@ -14,6 +18,7 @@ The proxy runs its own event loop in a thread of its own, like the operator unde
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import ssl
 import threading
@@ -138,6 +143,10 @@ class FaultProxy:
     _stopped: asyncio.Event | None = field(default=None, repr=False)
     _error: BaseException | None = field(default=None, repr=False)
     _transports: set[asyncio.BaseTransport] = field(default_factory=set, repr=False)
+    _watches: dict[asyncio.BaseTransport, str] = field(default_factory=dict, repr=False)
+    _cut: re.Pattern[str] | None = field(default=None, repr=False)
+    _resumed: asyncio.Event | None = field(default=None, repr=False)
+    _held: int = field(default=0, repr=False)
 
     @property
     def url(self) -> str:
@@ -161,6 +170,40 @@ class FaultProxy:
         with self._lock:
             self._rules.append(rule)
         return rule
+
+    def cut_watches(self, path: str, timeout: float = 10.0) -> None:
+        """Close every watch stream whose path matches the regex ``path`` and hold every
+        watch request of such a path until :meth:`resume_watches`."""
+        assert self._loop is not None
+        done = threading.Event()
+
+        def cut() -> None:
+            self._cut = re.compile(path)
+            self._resumed = asyncio.Event()
+            for transport, watched in list(self._watches.items()):
+                if self._cut.search(watched):
+                    transport.abort()
+            done.set()
+
+        self._loop.call_soon_threadsafe(cut)
+        if not done.wait(timeout):
+            raise RuntimeError(f"the fault proxy did not cut the watches within {timeout:.0f}s")
+
+    def held_watches(self) -> int:
+        """How many watch requests wait for :meth:`resume_watches`."""
+        with self._lock:
+            return self._held
+
+    def resume_watches(self) -> None:
+        """Answer every held watch request with a ``410 Gone`` event; forward the next."""
+        assert self._loop is not None
+
+        def resume() -> None:
+            self._cut = None
+            if self._resumed is not None:
+                self._resumed.set()
+
+        self._loop.call_soon_threadsafe(resume)
 
     def clear(self) -> None:
         """Remove every rule: from now on every request reaches the API server."""
@@ -261,6 +304,9 @@ class FaultProxy:
         if request.transport is not None:
             self._transports.add(request.transport)
         body = await request.read()
+        watching = request.query.get("watch") in ("true", "1")
+        if watching and self._cut is not None and self._cut.search(request.path):
+            return await self._gone(request, at)
         fault = self._injected(request)
         if fault is not None:
             status, retry_after = fault
@@ -286,13 +332,48 @@ class FaultProxy:
                 return web.Response(status=upstream.status, body=payload, headers=reply_headers)
             reply = web.StreamResponse(status=upstream.status, headers=reply_headers)
             await reply.prepare(request)
+            if request.transport is not None:
+                self._watches[request.transport] = request.path
             try:
                 async for chunk in upstream.content.iter_any():
                     await reply.write(chunk)
                 await reply.write_eof()
             except (ConnectionError, aiohttp.ClientError):
                 pass  # the watcher went away (or the API server ended the watch)
+            finally:
+                if request.transport is not None:
+                    self._watches.pop(request.transport, None)
             return reply
+
+    async def _gone(self, request: web.Request, at: float) -> web.StreamResponse:
+        """Hold a watch request until the watches resume, then answer ``410 Gone``."""
+        resumed = self._resumed
+        with self._lock:
+            self._held += 1
+        try:
+            if resumed is not None:
+                await resumed.wait()
+        finally:
+            with self._lock:
+                self._held -= 1
+        self._record(request, 410, True, at)
+        event = {
+            "type": "ERROR",
+            "object": {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "too old resource version (injected by the test's fault proxy)",
+                "reason": "Expired",
+                "code": 410,
+            },
+        }
+        reply = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        await reply.prepare(request)
+        await reply.write(json.dumps(event).encode() + b"\n")
+        await reply.write_eof()
+        return reply
 
 
 def proxied_kubeconfig(control_plane: Any, proxy: FaultProxy, path: Path) -> Path:

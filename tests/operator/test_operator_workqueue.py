@@ -261,7 +261,11 @@ def fast_queue() -> WorkQueue:
 
 
 def run_loop(queue: WorkQueue, worker: Worker, passes: list[int]) -> asyncio.Task[None]:
-    return asyncio.create_task(queue.run(worker, resync=3600.0, workers=2, full_pass=passes.append))
+    return asyncio.create_task(
+        queue.run(
+            worker, resync=3600.0, workers=2, full_pass=lambda settled, _: passes.append(settled)
+        )
+    )
 
 
 async def stop(queue: WorkQueue, loop: asyncio.Task[None]) -> None:
@@ -325,7 +329,9 @@ def test_a_full_pass_reconciles_what_is_not_settled() -> None:
         worker = Worker(queue)
         passes: list[int] = []
         loop = asyncio.create_task(
-            queue.run(worker, resync=0.05, workers=2, full_pass=passes.append)
+            queue.run(
+                worker, resync=0.05, workers=2, full_pass=lambda settled, _: passes.append(settled)
+            )
         )
         await worker.until(lambda: len(worker.calls) == 1)
         await worker.until(lambda: len(passes) >= 3)
@@ -335,3 +341,48 @@ def test_a_full_pass_reconciles_what_is_not_settled() -> None:
     calls, passes = asyncio.run(scenario())
     assert calls == [A]  # B was settled, and A once its reconcile settled it
     assert passes[0] == 1 and passes[1:] == [2, 2]
+
+
+def test_a_cold_pass_hands_out_every_key_once_settled_or_not(
+    queue: WorkQueue, clock: Clock
+) -> None:
+    queue.settle(A, b"inputs")
+    queue.settle(B, b"inputs")
+    assert queue.take(full=True) == []
+    assert queue.take(full=True, cold=True) == [A, B]
+    assert queue.is_cold(A) and queue.is_cold(B)
+    queue.done(A)
+    queue.done(B)
+    assert queue.is_cold(A)  # until its work ends well (the loop clears it)
+
+
+def test_the_loop_makes_every_nth_full_pass_cold() -> None:
+    async def scenario() -> tuple[list[tuple[str, bool]], list[bool]]:
+        queue = fast_queue()
+        seen: list[tuple[str, bool]] = []
+
+        async def work(uid: str) -> None:
+            seen.append((uid, queue.is_cold(uid)))
+            queue.finished(uid)
+            queue.settle(uid, b"inputs")
+
+        passes: list[bool] = []
+        loop = asyncio.create_task(
+            queue.run(
+                work,
+                resync=0.05,
+                workers=2,
+                cold_every=3,
+                full_pass=lambda settled, cold: passes.append(cold),
+            )
+        )
+        async with asyncio.timeout(5):
+            while len(seen) < 3:
+                await asyncio.sleep(0.01)
+        await stop(queue, loop)
+        return seen[:3], passes[:6]
+
+    seen, passes = asyncio.run(scenario())
+    # the first pass finds A unsettled; then only the cold passes (3rd, 6th) hand it out
+    assert seen == [(A, False), (A, True), (A, True)]
+    assert passes == [False, False, True, False, False, True]

@@ -1,0 +1,173 @@
+"""Children changed or deleted behind the operator's back come back, with no edit of the
+Application: while its watches are connected, and after they were cut and re-listed.
+
+The re-list is real: the operator reaches the API server through the fault proxy
+(``fault_proxy.py``), which closes the watch streams of some child kinds, holds their
+reconnections while the test changes the children straight on the API server, then
+answers them ``410 Gone`` as the API server does when a resource version is too old, and
+kopf lists those kinds again. A child deleted meanwhile was never seen deleted: kopf's
+index still holds it, which the first test pins, and the cold pass repairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fault_proxy import FaultProxy, proxied_kubeconfig
+from kubernetes.client import ApiException
+from operator_support import (
+    Api,
+    RunningOperator,
+    eventually,
+    full_passes,
+    owned_children,
+    self_contained_app,
+    total,
+    wait_condition,
+)
+
+pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
+
+CUT = r"/namespaces/[^/]+/(services|configmaps)$"  # the watches the re-list tests cut
+
+
+@pytest.fixture
+def api(control_plane: Any, envtest_namespace: str) -> Api:
+    return Api(control_plane.api_client(), envtest_namespace)
+
+
+@pytest.fixture
+def proxy(control_plane: Any) -> Iterator[FaultProxy]:
+    pki = control_plane.pki
+    started = FaultProxy(
+        control_plane.server_url, control_plane.ca_path, pki["tls_crt"], pki["tls_key"]
+    ).start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def start_proxied(
+    proxy: FaultProxy, start_operator: Any, control_plane: Any, tmp_path: Path
+) -> Any:
+    kubeconfig = proxied_kubeconfig(control_plane, proxy, tmp_path / "proxied.kubeconfig")
+
+    def start(**overrides: Any) -> RunningOperator:
+        op: RunningOperator = start_operator(kubeconfig=str(kubeconfig), **overrides)
+        return op
+
+    return start
+
+
+def gone(read: Any) -> bool:
+    try:
+        read()
+    except ApiException as exc:
+        if exc.status == 404:
+            return True
+        raise
+    return False
+
+
+def converged(api: Api) -> str:
+    uid = str(api.create(self_contained_app())["metadata"]["uid"])
+    wait_condition(api, "desk", "Wired", "True")
+    want = {kind: ["desk-back", "desk-front"] for kind in ("ConfigMap", "Service", "Deployment")}
+    eventually(
+        lambda: {k: v for k, v in owned_children(api, uid).items() if k in want} == want,
+        what="every child",
+    )
+    return uid
+
+
+def config(api: Api) -> str:
+    data = api.core.read_namespaced_config_map("desk-front", api.ns).data or {}
+    return str(data.get("application.yaml"))
+
+
+def test_children_changed_or_deleted_while_watched_are_repaired(
+    start_operator: Any, api: Api
+) -> None:
+    start_operator(resync=600.0)  # no full pass: the child watches repair it
+    converged(api)
+    document = config(api)
+    api.core.delete_namespaced_service("desk-back", api.ns)
+    api.core.delete_namespaced_config_map("desk-back", api.ns)
+    api.core.patch_namespaced_config_map("desk-front", api.ns, {"data": {"agent": "mallory"}})
+    api.core.patch_namespaced_service(
+        "desk-front", api.ns, {"metadata": {"labels": {"app.kubernetes.io/name": "other"}}}
+    )
+    api.apps.patch_namespaced_deployment("desk-back", api.ns, {"spec": {"replicas": 4}})
+
+    eventually(lambda: api.core.read_namespaced_service("desk-back", api.ns), what="Service")
+    eventually(lambda: api.core.read_namespaced_config_map("desk-back", api.ns), what="map")
+    eventually(lambda: config(api) == document, what="desk-front's document back")
+    eventually(
+        lambda: (
+            (api.core.read_namespaced_service("desk-front", api.ns).metadata.labels or {}).get(
+                "app.kubernetes.io/name"
+            )
+            == "mas-agent"
+        ),
+        what="desk-front's label back",
+    )
+    eventually(
+        lambda: api.apps.read_namespaced_deployment("desk-back", api.ns).spec.replicas == 1,
+        what="desk-back's replicas back",
+    )
+
+
+def cut_and_relist(proxy: FaultProxy, api: Api) -> None:
+    """Cut the Service and ConfigMap watches; delete a Service and change a ConfigMap on
+    the API server meanwhile; then make the watches list again."""
+    proxy.cut_watches(CUT)
+    eventually(lambda: proxy.held_watches() >= 2, what="both watches to reconnect and wait")
+    api.core.delete_namespaced_service("desk-back", api.ns)
+    eventually(
+        lambda: gone(lambda: api.core.read_namespaced_service("desk-back", api.ns)),
+        what="desk-back's Service gone",
+    )
+    api.core.patch_namespaced_config_map("desk-front", api.ns, {"data": {"agent": "mallory"}})
+    lists = len(proxy.seen("GET", CUT))
+    proxy.resume_watches()
+    relisted = r"/namespaces/[^/]+/services$"
+    eventually(
+        lambda: any(not s.injected for s in proxy.seen("GET", relisted)[lists:]),
+        what="the Services listed again",
+    )
+
+
+def test_a_child_deleted_while_a_watch_relists_stays_in_kopfs_index(
+    start_proxied: Any, proxy: FaultProxy, api: Api
+) -> None:
+    """What the cold pass is for: with it off, full passes and the child events that
+    reconcile the Application read the index, which still holds the deleted Service;
+    the changed ConfigMap, listed again, is repaired."""
+    op = start_proxied(resync=0.5, cold_every=0)
+    converged(api)
+    document = config(api)
+    cut_and_relist(proxy, api)
+    eventually(lambda: config(api) == document, what="desk-front's document back")
+    api.apps.patch_namespaced_deployment("desk-back", api.ns, {"spec": {"replicas": 2}})
+    eventually(
+        lambda: api.apps.read_namespaced_deployment("desk-back", api.ns).spec.replicas == 1,
+        what="a reconcile that repairs desk-back's Deployment",
+    )
+    full_passes(op, 3)
+    assert gone(lambda: api.core.read_namespaced_service("desk-back", api.ns))
+
+
+def test_a_child_deleted_while_a_watch_relists_comes_back(
+    start_proxied: Any, proxy: FaultProxy, api: Api
+) -> None:
+    op = start_proxied(resync=0.5, cold_every=2)
+    converged(api)
+    document = config(api)
+    cut_and_relist(proxy, api)
+    eventually(lambda: api.core.read_namespaced_service("desk-back", api.ns), what="Service")
+    eventually(lambda: config(api) == document, what="desk-front's document back")
+    assert total(op.handle.metrics.cold_passes) >= 1
+    assert api.get("desk")["metadata"]["generation"] == 1  # no edit brought it back
