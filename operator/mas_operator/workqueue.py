@@ -54,8 +54,8 @@ logger = logging.getLogger(__name__)
 
 Seen = tuple[str, str, str]  # a child event: (kind, name, resourceVersion)
 
-COALESCE = 0.2  # seconds a dirty key waits for no further enqueue
-COALESCE_LIMIT = 5.0  # seconds a dirty key waits at most for its burst to end
+COALESCE = 0.5  # seconds a dirty key waits for no further enqueue
+COALESCE_LIMIT = 10.0  # seconds a dirty key waits at most for its burst to end
 
 
 class WorkQueue:

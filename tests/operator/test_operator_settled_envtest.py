@@ -9,8 +9,10 @@ the Application again anyway and hide a pass that reconciles it for nothing.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from kubernetes import client as k8s
@@ -95,3 +97,39 @@ def test_an_application_that_reads_a_secret_is_reconciled_each_pass(
     eventually(lambda: reconciles(metrics) >= 1, what="the first reconcile to be counted")
     first = reconciles(metrics)
     eventually(lambda: reconciles(metrics) >= first + 2, what="a reconcile at each pass")
+
+
+def test_a_burst_of_edits_ends_in_one_or_two_reconciles(
+    operator: RunningOperator, api: Api
+) -> None:
+    """100 edits of one Application, as fast as ten clients send them: the work queue
+    reconciles the newest copy once the burst is over (and once more at most, when an
+    edit came while that reconcile ran), not once per edit."""
+    metrics = operator.handle.metrics
+    doc = self_contained_app()
+    api.create(doc)
+    wait_condition(api, "desk", "Wired", "True")
+    eventually(lambda: reconciles(metrics) >= 1, what="the first reconcile to be counted")
+    passes = total(metrics.resync_passes)
+    eventually(lambda: total(metrics.resync_passes) >= passes + 2, what="two more passes")
+    before = reconciles(metrics)
+
+    def edit(n: int) -> None:
+        spec = copy.deepcopy(doc["spec"])  # a spec of its own: each edit changes it
+        spec["agency"]["agents"]["front"]["spec"]["instructions"] = f"Edit {n}."
+        api.patch_spec("desk", spec)
+
+    with ThreadPoolExecutor(10) as pool:
+        list(pool.map(edit, range(100)))
+    latest = api.get("desk")
+    assert latest["metadata"]["generation"] == 101
+    wanted = latest["spec"]["agency"]["agents"]["front"]["spec"]["instructions"]
+    eventually(
+        lambda: (api.get("desk").get("status") or {}).get("observedGeneration") == 101,
+        what="generation 101 observed",
+    )
+    passes = total(metrics.resync_passes)
+    eventually(lambda: total(metrics.resync_passes) >= passes + 2, what="two more passes")
+    assert 1 <= reconciles(metrics) - before <= 2
+    document = api.core.read_namespaced_config_map("desk-front", api.ns).data
+    assert wanted in document["application.yaml"]
