@@ -22,8 +22,9 @@ finding where the memory is, not for the ratio) and writes the largest allocatio
 the benchmark makes no request) and counts, from the API server's audit log, every request
 made in that window by client (user agent) and verb: the steady state at that size,
 including the operator's resync passes (``--resync``, the operator's default 30 s unless
-given); and, as a cross-check, the growth of the API server's own
-``apiserver_request_total`` by verb over the same window (read from its ``/metrics``
+given) and its cold passes (``--cold-every``: ``--resync 10 --cold-every 1`` puts a cold pass
+every 10 s into the window, to measure one); and, as a cross-check, the growth of the API
+server's own ``apiserver_request_total`` by verb over the same window (read from its ``/metrics``
 just before and just after). Needs the envtest binaries (``scripts/build-envtest``)::
 
     .venv/bin/python benchmarks/operator_convergence.py --sizes 10,50,200
@@ -271,6 +272,7 @@ def run_operator_scenario(
     log: Path,
     *,
     resync: float,
+    cold_every: int | None = None,
     idle: float = 0.0,
     audit_log: Path | None = None,
     env: dict[str, str] | None = None,
@@ -303,6 +305,7 @@ def run_operator_scenario(
             ns,
             "--resync",
             f"{resync:g}",
+            *(["--cold-every", str(cold_every)] if cold_every is not None else []),
             "--metrics-port",
             str(metrics_port),
         ],
@@ -436,6 +439,11 @@ def main() -> int:
         "--resync", type=float, default=30.0, help="the operator's --resync (default 30, its own)"
     )
     parser.add_argument(
+        "--cold-every",
+        type=int,
+        help="the operator's --cold-every (default: not given, its own default)",
+    )
+    parser.add_argument(
         "--idle", type=float, default=0.0, help="seconds of idle steady state to audit (default 0)"
     )
     parser.add_argument(
@@ -493,7 +501,8 @@ def main() -> int:
                     if args.tracemalloc is not None:
                         trace_dir = args.tracemalloc / f"{scenario}-{size}{suffix}"
                     run = run_operator_scenario(
-                        cp, docs, log, resync=args.resync, idle=args.idle, audit_log=audit_log,
+                        cp, docs, log, resync=args.resync, cold_every=args.cold_every,
+                        idle=args.idle, audit_log=audit_log,
                         env=env, trace_dir=trace_dir,
                     )  # fmt: skip
                     operator, rss, requests, idle_rss, by_verb, cpu, reconciled, marks = run
