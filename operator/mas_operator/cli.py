@@ -8,7 +8,7 @@ operator knows are left out: ``ownerReferences`` (the Application's uid) and the
 url the in-cluster URL model maps or cannot fix is a ``warning:`` line on stderr, the text
 of the operator's Warning Event.
 ``mas-operator conformance (-n NS ... | -A)``: probe every published AgentCard (see
-:mod:`mas_operator.cards`); the chart's Helm test runs it.
+:mod:`mas_operator.conformance.command`); the chart's Helm test runs it.
 
 Exit codes: 0 success; 1 the document is invalid (every problem on stderr, field path
 first), or an AgentCard is not conformant, or ``run`` stopped (the Lease was lost, or an
@@ -35,8 +35,8 @@ from mas.infra.documents import read_yaml_file
 from mas.infra.errors import ApplicationInvalid, DocumentError
 from mas.telemetry import tracing
 from mas.telemetry.logs import LOG_FORMATS, LogFormatError, resolve_format, setup_logging
-from mas_operator.cards import check_published_cards
 from mas_operator.children import build_children
+from mas_operator.conformance.command import check_published_cards
 from mas_operator.handlers import COLD_EVERY
 from mas_operator.kube import api_message
 from mas_operator.manifests import dump_manifests

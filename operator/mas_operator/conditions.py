@@ -7,10 +7,10 @@ agents rolled out at the current generation), ``Reconciling`` (work in progress)
 the in-cluster URL model mapped to a Service or cannot make reachable from a pod). Each
 carries reason, message and observedGeneration; ``lastTransitionTime`` changes only when
 the status flips. ``phase`` summarises them for the printer column and never drives logic.
-``Conformant`` (:mod:`mas_operator.conformance`) is added when ``spec.conformance.enabled``;
-it never drives ``Ready`` or ``phase``. ``status.routes`` and ``edges_ready`` come from
-:mod:`mas_operator.edges`; ``Wired``'s message names the edges that are not Ready, its
-status and reason stay what the wiring says.
+``Conformant`` (:mod:`mas_operator.conformance.verdicts`) is added when
+``spec.conformance.enabled``; it never drives ``Ready`` or ``phase``. ``status.routes`` and
+``edges_ready`` come from :mod:`mas_operator.edges`; ``Wired``'s message names the edges
+that are not Ready, its status and reason stay what the wiring says.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mas_operator.backoff import describe_delay
-from mas_operator.conformance import CONFORMANT, ConformanceObserved, conformant_condition
+from mas_operator.conformance.verdicts import CONFORMANT, ConformanceObserved, conformant_condition
 from mas_operator.edges import EdgeState, edges_ready, not_ready_summary, routes_status
 
 READY = "Ready"

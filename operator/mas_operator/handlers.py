@@ -54,6 +54,7 @@ from mas_operator.backoff import (
 )
 from mas_operator.cardchecks import CardChecks
 from mas_operator.children import CHILD_KINDS
+from mas_operator.conformance.step import JOB_KIND
 from mas_operator.indexes import ChildIndex
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.metrics import OperatorMetrics
@@ -63,9 +64,8 @@ from mas_operator.names import (
     MANAGED_BY,
 )
 from mas_operator.noops import digest
-from mas_operator.probes import JOB_KIND
 from mas_operator.reconcile import Outcome, reconcile
-from mas_operator.statuses import after_write, known_status
+from mas_operator.status_writes import after_write, known_status
 from mas_operator.workqueue import WorkQueue
 
 logger = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ class OperatorContext:
 
     def reads_as_settled(self, uid: str, current: Mapping[str, Any]) -> bool:
         """Whether ``uid`` is settled and ``current`` (with the status it has now, as
-        :func:`~mas_operator.statuses.known_status` gives it) reads as its last reconcile
+        :func:`~mas_operator.status_writes.known_status` gives it) reads as its last reconcile
         left it: reconciling it again would do nothing."""
         left = self.queue.settled_as(uid)
         return left is not None and application_inputs(current) == left

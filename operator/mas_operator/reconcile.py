@@ -3,9 +3,10 @@
 Steps: plan the document (validate and wire); list the children that exist; when the plan
 fails, touch no child and report ``Stalled`` (a bad update keeps the running children exactly
 as they were); otherwise server-side apply every child (owned by the Application), delete
-owned children the plan no longer has, run the conformance step (:mod:`mas_operator.probes`)
-and report readiness, the state of every edge (:mod:`mas_operator.edges`, with the latest
-card checks the caller passes in) and, when asked for, conformance, from what it found.
+owned children the plan no longer has, run the conformance step
+(:mod:`mas_operator.conformance.step`) and report readiness, the state of every edge
+(:mod:`mas_operator.edges`, with the latest card checks the caller passes in) and, when
+asked for, conformance, from what it found.
 The function does blocking API I/O: handlers run it in a worker thread.
 """
 
@@ -35,6 +36,7 @@ from mas_operator.conditions import (
     build_status,
     phase_of,
 )
+from mas_operator.conformance.step import reads_jobs, sync_conformance, warn_when_not_conformant
 from mas_operator.edges import EdgeState, card_targets, edge_states, plan_edges, transitions
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.manifests import owned
@@ -47,7 +49,6 @@ from mas_operator.names import (
 )
 from mas_operator.noops import Applied, ChildKey, digest, memory_of, merge_patch, unchanged
 from mas_operator.plan import Plan, plan_application
-from mas_operator.probes import reads_jobs, sync_conformance, warn_when_not_conformant
 
 logger = logging.getLogger(__name__)
 

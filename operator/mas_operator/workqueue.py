@@ -48,7 +48,7 @@ from typing import Any
 
 from mas_operator.backoff import Backoff, Failing, Retries
 from mas_operator.noops import Applied, ChildKey
-from mas_operator.statuses import WrittenStatus
+from mas_operator.status_writes import WrittenStatus
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import pytest
 
 from mas.infra.conformance import ConformanceCheck, ConformanceResult
 from mas_operator.conditions import AgentObserved, Observed, build_status, phase_of
-from mas_operator.conformance import (
+from mas_operator.conformance.verdicts import (
     AgentConformance,
     ConformanceObserved,
     conformant_condition,

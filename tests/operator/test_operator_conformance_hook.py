@@ -209,7 +209,7 @@ def test_the_hook_command_says_when_its_account_may_not_list(
 
 
 def test_published_cards_are_every_card_url_in_status_in_order() -> None:
-    from mas_operator.cards import PublishedCard, published_cards
+    from mas_operator.conformance.command import PublishedCard, published_cards
 
     def app(namespace: str, name: str, agents: dict[str, Any] | None) -> dict[str, Any]:
         status = {"status": {"agents": agents}} if agents is not None else {}

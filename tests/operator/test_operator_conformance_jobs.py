@@ -9,8 +9,8 @@ import pytest
 from test_operator_builders import check_golden, cluster_app
 
 from mas_operator.children import build_children
+from mas_operator.conformance.jobs import desired_jobs
 from mas_operator.deployments import container_security_context, pod_security_context
-from mas_operator.jobs import desired_jobs
 from mas_operator.manifests import dump_manifests
 from mas_operator.names import selector_labels
 from mas_operator.plan import plan_application

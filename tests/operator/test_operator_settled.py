@@ -19,7 +19,7 @@ from mas_operator.handlers import OperatorContext, application_inputs, run_recon
 from mas_operator.kube import Cluster
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import ANNOTATION_CONFORMANCE_RUN, ANNOTATION_DIFFBASE
-from mas_operator.statuses import after_write
+from mas_operator.status_writes import after_write
 
 pytestmark = pytest.mark.timeout(10)
 

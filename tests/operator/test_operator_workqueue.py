@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mas_operator.backoff import Backoff
-from mas_operator.statuses import WrittenStatus
+from mas_operator.status_writes import WrittenStatus
 from mas_operator.workqueue import COALESCE, COALESCE_LIMIT, WorkQueue
 
 pytestmark = pytest.mark.timeout(10)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mas_operator.statuses import KEEP_OLDER, after_write, known_status
+from mas_operator.status_writes import KEEP_OLDER, after_write, known_status
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -1,5 +1,5 @@
 """Conformance verdicts: from a conformance Job and its pod to ``Conformant``, per agent and
-for the Application. Pure: :mod:`mas_operator.probes` does the API I/O.
+for the Application. Pure: :mod:`mas_operator.conformance.step` does the API I/O.
 
 An agent's verdict comes from the termination message of its probe container, which is
 ``mas-ctl conformance --result-file`` output, read with

@@ -1,5 +1,5 @@
-"""The conformance step of a reconcile: the API I/O around :mod:`mas_operator.jobs` and
-:mod:`mas_operator.conformance`.
+"""The conformance step of a reconcile: the API I/O around
+:mod:`mas_operator.conformance.jobs` and :mod:`mas_operator.conformance.verdicts`.
 
 When ``spec.conformance.enabled``: create the conformance Job of each deployed agent whose
 rollout is complete (a Job is created once and never updated; its name changes with what it
@@ -20,7 +20,8 @@ from kubernetes.client import ApiException
 
 from mas_operator.children import ChildKind
 from mas_operator.conditions import AgentObserved
-from mas_operator.conformance import (
+from mas_operator.conformance.jobs import conformance_selector, desired_jobs
+from mas_operator.conformance.verdicts import (
     CONFORMANT,
     PROBE_FAILED,
     PROBE_PENDING,
@@ -29,7 +30,6 @@ from mas_operator.conformance import (
     pending,
     read_probe,
 )
-from mas_operator.jobs import conformance_selector, desired_jobs
 from mas_operator.kube import Cluster, api_message
 from mas_operator.manifests import owned
 from mas_operator.names import ANNOTATION_CONFORMANCE_RUN

@@ -21,7 +21,7 @@ from typing import Any, cast
 from kubernetes import client as k8s
 
 from mas.infra.models import API_GROUP, API_VERSION, PLURAL
-from mas_operator.conformance import AgentConformance, from_termination
+from mas_operator.conformance.verdicts import AgentConformance, from_termination
 
 
 @dataclass(frozen=True)
