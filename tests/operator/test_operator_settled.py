@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client as k8s
 from operator_support import reconciles
 
-from mas_operator.handlers import OperatorContext, application_inputs, run_reconcile
+from mas_operator.handlers import OperatorContext, application_inputs, run_reconcile, spec_inputs
 from mas_operator.kube import Cluster
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import ANNOTATION_CONFORMANCE_RUN, ANNOTATION_DIFFBASE
@@ -185,3 +185,17 @@ def test_a_change_seen_during_a_reconcile_unsettles_it_when_the_reconcile_ends(
     asyncio.run(reconcile_that_sees(ctx, child("desk-front", "212"), records="213"))
     assert not ctx.queue.is_settled(UID)
     assert ctx.queue.is_dirty(UID)
+
+
+def test_a_status_write_does_not_enqueue_but_an_edit_does() -> None:
+    """What the Application's watch compares to decide whether to enqueue it."""
+    written = app("11")
+    written["status"]["phase"] = "Degraded"  # anyone's status write, ours included
+    assert spec_inputs(written) == spec_inputs(app())
+    assert spec_inputs(bookkeeping(app())) == spec_inputs(app())
+    edited = app("12")
+    edited["spec"]["agency"]["entry"] = "back"
+    assert spec_inputs(edited) != spec_inputs(app())
+    rerun = app("13")
+    rerun["metadata"]["annotations"] = {ANNOTATION_CONFORMANCE_RUN: "2"}
+    assert spec_inputs(rerun) != spec_inputs(app())
