@@ -71,7 +71,7 @@ from mas_operator.workqueue import WorkQueue
 logger = logging.getLogger(__name__)
 
 RECONCILE_WORKERS = 6  # threads running reconciles (the default executor's size on 2 cores)
-COLD_EVERY = 10  # every 10th full pass reads the children from the API server
+COLD_EVERY = 60  # every 60th full pass (30 min at the default resync) reads them from the API
 
 
 @dataclass
