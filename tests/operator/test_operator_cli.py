@@ -71,6 +71,19 @@ def test_run_refuses_a_bad_resync_naming_what_is_accepted() -> None:
     assert "'soon' is not a number of seconds" in out.stderr
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("often", "'often' is not a whole number of passes"),
+        ("-1", "'-1': accepted: 0 (never) or more passes"),
+    ],
+)
+def test_run_refuses_a_bad_cold_every_naming_what_is_accepted(value: str, message: str) -> None:
+    out = mas_operator("run", "-A", "--cold-every", value)
+    assert out.returncode == 2
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
 def test_run_without_credentials_says_where_it_looked(tmp_path: Path) -> None:
     out = mas_operator("run", "-A", "--kubeconfig", str(tmp_path / "missing"))
     assert out.returncode == 2
