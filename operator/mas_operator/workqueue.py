@@ -35,6 +35,10 @@ Invariants:
   successful reconcile that read nothing but the Application and its children; any
   :meth:`enqueue`, :meth:`unsettle` or :meth:`begin` ends it. A full pass (every
   ``resync`` seconds) hands out every key that is not settled.
+- **Full passes never overlap.** A full pass begins only once the work on every key the
+  previous one handed out is done (:meth:`done`): when a pass takes longer than
+  ``resync``, the next one waits for it, so once a pass has begun after some moment, the
+  one before it saw everything written before that moment and has finished.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ class WorkQueue:
         self._dirty: dict[str, tuple[float, float]] = {}  # uid: (first, last) enqueue
         self._active: set[str] = set()  # handed out, its work not done yet
         self._cold: set[str] = set()  # to be handed out once with cold=True
+        self._pass: set[str] = set()  # handed out by the last full pass, not done yet
         self._written: dict[str, Mapping[ChildKey, str]] = {}
         self._last_applied: dict[str, Mapping[ChildKey, Applied]] = {}
         self._settled: dict[str, bytes] = {}
@@ -160,6 +165,10 @@ class WorkQueue:
         self._active.discard(uid)
         if uid in self._dirty:
             self._wake.set()  # enqueued meanwhile: due again
+        if uid in self._pass:
+            self._pass.discard(uid)
+            if not self._pass:
+                self._wake.set()  # the last work of a full pass: the next may begin
 
     def next_due(self) -> float | None:
         """Seconds until the earliest dirty or failing key that is not active may be
@@ -210,8 +219,9 @@ class WorkQueue:
         """Hand out every key when it is due to ``work`` (at most ``workers`` at once)
         until :meth:`close`: dirty keys once their burst is over, failing ones when their
         backoff is due, and every ``resync`` seconds every key that is not settled
-        (``full_pass`` is told how many it left alone). Every ``cold_every``-th full pass
-        (0: never) is cold: every key is handed out, :meth:`is_cold` while its work runs.
+        (``full_pass`` is told how many it left alone), once the previous full pass's
+        work is done. Every ``cold_every``-th full pass (0: never) is cold: every key is
+        handed out, :meth:`is_cold` while its work runs.
         ``work`` records its own failures (:meth:`failed`); one that raises is logged and
         retried with backoff, and never ends the loop."""
         slots = asyncio.Semaphore(workers)
@@ -220,18 +230,24 @@ class WorkQueue:
         passes = 0
         try:
             while not self.closing:
-                full = self._clock() - last_full >= resync
+                overdue = self._clock() - last_full >= resync
+                full = overdue and not self._pass  # the previous pass's work is done
                 cold = False
                 if full:
                     last_full = self._clock()
                     passes += 1
                     cold = cold_every > 0 and passes % cold_every == 0
                     full_pass(0 if cold else len(self._keys & set(self._settled)), cold)
-                for uid in self.take(full=full, cold=cold):
+                handed = self.take(full=full, cold=cold)
+                if full:
+                    self._pass = set(handed)
+                for uid in handed:
                     task = asyncio.create_task(self._work_on(uid, work, slots))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
-                timeout = max(0.0, resync - (self._clock() - last_full))
+                # a pass that waits for the last one's work is woken by done()
+                timeout = resync if overdue and not full else resync - (self._clock() - last_full)
+                timeout = max(0.0, timeout)
                 retry = self.next_due()
                 await self.wait(timeout if retry is None else min(timeout, retry))
         finally:

@@ -386,3 +386,44 @@ def test_the_loop_makes_every_nth_full_pass_cold() -> None:
     # the first pass finds A unsettled; then only the cold passes (3rd, 6th) hand it out
     assert seen == [(A, False), (A, True), (A, True)]
     assert passes == [False, False, True, False, False, True]
+
+
+def test_a_full_pass_begins_only_once_the_last_ones_work_is_done() -> None:
+    """A's reconcile outlasts many resync periods; B, failing with no backoff, keeps the
+    loop turning meanwhile. No second pass begins until A's work is done."""
+
+    async def scenario() -> tuple[int, int, int]:
+        queue = fast_queue()
+        queue.track(B)
+        release = asyncio.Event()
+        calls: list[str] = []
+
+        async def work(uid: str) -> None:
+            calls.append(uid)
+            if uid == A:
+                await release.wait()
+                queue.finished(uid)
+                queue.settle(uid, b"inputs")
+            else:
+                queue.failed(uid, 0.0, message="again")  # due again at once
+
+        passes: list[int] = []
+        loop = asyncio.create_task(
+            queue.run(
+                work, resync=0.001, workers=2, full_pass=lambda settled, _: passes.append(settled)
+            )
+        )
+        async with asyncio.timeout(5):
+            while calls.count(B) < 50:
+                await asyncio.sleep(0)
+        during = len(passes)
+        release.set()
+        async with asyncio.timeout(5):
+            while len(passes) < 2:
+                await asyncio.sleep(0.01)
+        await stop(queue, loop)
+        return during, calls.count(A), len(passes)
+
+    during, reconciles_of_a, after = asyncio.run(scenario())
+    assert during == 1
+    assert reconciles_of_a == 1 and after >= 2
