@@ -1,7 +1,8 @@
 """Retrying failed API calls: exponential backoff per Application, with jitter.
 
-Pure (a clock and a random source are injected); the handlers hold one :class:`Retries`
-per operator and consult it on both retry paths, kopf's handler retries and the resync loop.
+Pure (a clock and a random source are injected). The policy only: the work queue
+(:mod:`mas_operator.workqueue`) holds the operator's one :class:`Retries` and is the only
+thing that decides when a failed Application is tried again.
 
 - The first retry waits ``initial`` seconds, each further consecutive failure ``factor``
   times longer, never more than ``cap``; every delay is spread by up to ``jitter`` (a
@@ -10,7 +11,7 @@ per operator and consult it on both retry paths, kopf's handler retries and the 
   the backoff would wait (up to :data:`RETRY_AFTER_LIMIT`).
 - A success forgets the failures: the next failure starts again at ``initial``.
 - Until its retry is due, an Application is not reconciled again for the same generation:
-  a resync, a child's watch event or a kopf retry that comes early waits for it.
+  a full pass or a child's watch event that comes early waits for it.
 """
 
 from __future__ import annotations

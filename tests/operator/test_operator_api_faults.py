@@ -227,7 +227,7 @@ def test_a_long_outage_of_every_write_then_recovery_converges(
     text = httpx.get(f"http://127.0.0.1:{op.handle.metrics_port}/metrics", timeout=5).text
     assert f'mas_operator_retries_total{{reason="server_error"}} {float(injected)}' in text
 
-    # the resync loop survived the outage: drift is still repaired
+    # the work queue's loop survived the outage: drift is still repaired
     api.core.delete_namespaced_service("desk-0-back", api.ns)
     eventually(
         lambda: api.core.read_namespaced_service("desk-0-back", api.ns),
