@@ -158,6 +158,8 @@ class Result:
     operator_cpu_s: float = 0.0  # CPU time of the operator until it converged
     idle_cpu_s: float = 0.0  # and in the idle window
     reconciles: int = 0  # reconciles the operator finished until it converged
+    idle_reconciles: int = 0  # and in the idle window
+    idle_cold_passes: int = 0  # cold passes that began in the idle window
     rss_by_progress: dict[str, float] = field(default_factory=dict)  # "25%": MiB
 
 
@@ -278,7 +280,14 @@ def run_operator_scenario(
     env: dict[str, str] | None = None,
     trace_dir: Path | None = None,
 ) -> tuple[
-    float, float, dict[str, int], float, dict[str, int], tuple[float, float], int, dict[str, float]
+    float,
+    float,
+    dict[str, int],
+    float,
+    dict[str, int],
+    tuple[float, float],
+    tuple[int, int, int],
+    dict[str, float],
 ]:
     ns = namespace(cp)
     metrics_port = free_port()
@@ -358,14 +367,20 @@ def run_operator_scenario(
             dump_snapshot(proc.pid, trace_dir, 1)
         requests: dict[str, int] = {}
         by_verb: dict[str, int] = {}
-        idle_rss, idle_cpu = float("nan"), 0.0
+        idle_rss, idle_cpu, idle_reconciles, idle_cold = float("nan"), 0.0, 0, 0
         if idle > 0 and audit_log is not None:
             time.sleep(min(10.0, idle))  # the last status writes of the convergence land
             before, cpu_before = request_totals(cp), cpu_s(proc.pid)
+            reconciles_before = metric_total(metrics_port, "mas_operator_reconciles_total")
+            cold_before = metric_total(metrics_port, "mas_operator_cold_passes_total")
             since = utc_now()
             time.sleep(idle)  # the benchmark makes no request in this window
             until = utc_now()
             after, idle_cpu = request_totals(cp), cpu_s(proc.pid) - cpu_before
+            idle_reconciles = (
+                metric_total(metrics_port, "mas_operator_reconciles_total") - reconciles_before
+            )
+            idle_cold = metric_total(metrics_port, "mas_operator_cold_passes_total") - cold_before
             by_verb = {verb: n for verb, n in (after - before).items() if n}
             idle_rss = rss_mib(proc.pid)
             if trace_dir is not None:
@@ -381,7 +396,8 @@ def run_operator_scenario(
             proc.wait(10)
         log_file.close()
     marks = progress_marks(samples, len(docs))
-    return took, rss, requests, idle_rss, by_verb, (converged_cpu, idle_cpu), reconciled, marks
+    counts = (reconciled, idle_reconciles, idle_cold)
+    return took, rss, requests, idle_rss, by_verb, (converged_cpu, idle_cpu), counts, marks
 
 
 def dump_snapshot(pid: int, trace_dir: Path, number: int) -> None:
@@ -418,7 +434,8 @@ def print_idle(r: Result) -> None:
     total = sum(r.idle_requests.values())
     writes = sum(n for key, n in r.idle_requests.items() if key.split()[1] in WRITES)
     print(
-        f"  idle {r.idle_s:.0f}s: {total} API requests ({writes} writes), operator RSS "
+        f"  idle {r.idle_s:.0f}s: {r.idle_reconciles} reconciles, {r.idle_cold_passes} cold "
+        f"passes, {total} API requests ({writes} writes), operator RSS "
         f"{r.idle_rss_mib:.1f} MiB at the end, operator CPU {r.idle_cpu_s:.2f}s; "
         "by client, verb, resource:"
     )
@@ -505,11 +522,13 @@ def main() -> int:
                         idle=args.idle, audit_log=audit_log,
                         env=env, trace_dir=trace_dir,
                     )  # fmt: skip
-                    operator, rss, requests, idle_rss, by_verb, cpu, reconciled, marks = run
+                    operator, rss, requests, idle_rss, by_verb, cpu, counts, marks = run
+                    reconciled = counts[0]
                     results.append(
                         Result(
                             label, scenario, size, objects, operator, baseline, rss,
-                            args.idle, requests, idle_rss, by_verb, *cpu, reconciled, marks,
+                            args.idle, requests, idle_rss, by_verb, *cpu, *counts,
+                            rss_by_progress=marks,
                         )
                     )  # fmt: skip
                     r = results[-1]
