@@ -18,6 +18,9 @@ from operator_support import (
     wait_condition,
 )
 
+from mas_operator.cli import build_parser
+from mas_operator.handlers import COLD_EVERY
+
 CHART = REPO / "charts" / "mas-operator"
 pytestmark = pytest.mark.timeout(120)
 
@@ -72,6 +75,20 @@ def test_watched_namespaces_get_role_bindings_not_a_cluster_binding() -> None:
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--namespace=team-a" in args and "--namespace=team-b" in args
     assert "--all-namespaces" not in args
+
+
+def test_the_operators_arguments_parse_and_carry_the_resync_values() -> None:
+    """What the Deployment runs is what ``mas-operator run`` accepts, with the chart's
+    ``resyncSeconds`` and ``coldEvery``."""
+    objects = helm_template("--set", "resyncSeconds=20", "--set", "coldEvery=0")
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["mas-operator"]
+    parsed = build_parser().parse_args(container["args"])
+    assert (parsed.resync, parsed.cold_every) == (20.0, 0)
+    defaults = next(o for o in helm_template() if o["kind"] == "Deployment")
+    args = defaults["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert build_parser().parse_args(args).cold_every == COLD_EVERY
 
 
 def test_service_monitor_is_optional() -> None:
