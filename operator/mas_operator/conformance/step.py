@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes.client import ApiException
 
 from mas_operator.children import ChildKind
-from mas_operator.conditions import AgentObserved
 from mas_operator.conformance.jobs import conformance_selector, desired_jobs
 from mas_operator.conformance.verdicts import (
     CONFORMANT,
@@ -39,6 +38,15 @@ logger = logging.getLogger(__name__)
 
 JOB_KIND = ChildKind("batch/v1", "Job", "jobs")
 POD_KIND = ChildKind("v1", "Pod", "pods")
+
+
+class AgentObserved(Protocol):
+    """What the step reads of a deployed agent (:class:`mas_operator.conditions.AgentObserved`
+    has it): whether its rollout is complete. A protocol, so that conditions, which reads the
+    verdicts, is not imported back."""
+
+    @property
+    def ready(self) -> bool: ...
 
 
 def conformance_run(body: Mapping[str, Any]) -> str | None:
