@@ -1,7 +1,8 @@
 """Every child manifest of an Application, from the plan: the one list both the operator
 and ``mas-operator render`` use.
 
-Per deployed agent, in apply order: ConfigMap, Service, the PersistentVolumeClaim of a
+Per deployed agent, in apply order: ConfigMap, Service, its ServiceAccount (unless
+``spec.runtime.service_account`` names one for every pod), the PersistentVolumeClaim of a
 SQLite task store, Deployment, the PodDisruptionBudget of a replicated agent
 (:mod:`mas_operator.disruptionbudgets`), then NetworkPolicy when
 ``spec.runtime.network_policy.enabled`` (the default).
@@ -19,6 +20,7 @@ from mas_operator.deployments import build_deployment
 from mas_operator.disruptionbudgets import build_disruption_budget
 from mas_operator.networkpolicies import build_network_policy
 from mas_operator.plan import AgentPlan, Plan
+from mas_operator.serviceaccounts import build_service_account
 from mas_operator.services import build_service
 from mas_operator.volumes import build_task_store_claim
 
@@ -35,6 +37,7 @@ class ChildKind:
 CHILD_KINDS = (
     ChildKind("v1", "ConfigMap", "configmaps"),
     ChildKind("v1", "Service", "services"),
+    ChildKind("v1", "ServiceAccount", "serviceaccounts"),
     ChildKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
     ChildKind("apps/v1", "Deployment", "deployments"),
     ChildKind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
@@ -68,6 +71,9 @@ def build_agent_children(
     digest = config_hash(configmap["data"])
     secrets = None if secret_versions is None else secrets_hash(plan, agent, secret_versions)
     children = [configmap, build_service(plan, agent)]
+    account = build_service_account(plan, agent)
+    if account is not None:
+        children.append(account)
     claim = build_task_store_claim(plan, agent)
     if claim is not None:
         children.append(claim)

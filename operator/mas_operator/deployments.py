@@ -2,7 +2,9 @@
 
 Pods meet the ``restricted`` Pod Security Standard: non-root, read-only root filesystem
 (``/tmp`` is an ``emptyDir``), no privilege escalation, every capability dropped, the
-RuntimeDefault seccomp profile, and no service-account token. Secret-backed values arrive
+RuntimeDefault seccomp profile, and no API token: the pods run as the agent's own
+ServiceAccount and mount only its projected A2A token (:mod:`mas_operator.serviceaccounts`),
+which the API server refuses. Secret-backed values arrive
 only as ``valueFrom.secretKeyRef`` env vars named by :func:`mas.infra.secrets.secret_env_name`.
 Tolerations of a lost node, and the spread of a replicated agent, come from
 :mod:`mas_operator.scheduling`; the scanner findings it skips, from
@@ -37,6 +39,7 @@ from mas_operator.scheduling import (
     spread_out,
     topology_spread,
 )
+from mas_operator.serviceaccounts import pod_service_account, token_volume
 from mas_operator.telemetry import telemetry_env
 from mas_operator.volumes import task_store_volume
 
@@ -167,7 +170,9 @@ def build_deployment(
     annotations = {ANNOTATION_CONFIG_HASH: config_hash}
     if secrets_hash is not None:
         annotations[ANNOTATION_SECRETS_HASH] = secrets_hash
+    token, token_mount = token_volume()
     pod_spec: dict[str, Any] = {
+        "serviceAccountName": pod_service_account(plan, agent),
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "securityContext": pod_security_context(),
@@ -188,16 +193,16 @@ def build_deployment(
                 "volumeMounts": [
                     {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                     {"name": "tmp", "mountPath": "/tmp"},
+                    token_mount,
                 ],
             }
         ],
         "volumes": [
             {"name": "config", "configMap": {"name": agent.name}},
             {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+            token,
         ],
     }
-    if runtime.service_account is not None:
-        pod_spec["serviceAccountName"] = runtime.service_account
     pod_spec["tolerations"] = node_loss_tolerations(runtime)
     if spread_out(runtime):
         pod_spec["topologySpreadConstraints"] = topology_spread(plan.name, agent.agent)

@@ -247,6 +247,7 @@ def owned_children(api: Api, uid: str) -> dict[str, list[str]]:
     listings = {
         "ConfigMap": api.core.list_namespaced_config_map(api.ns).items,
         "Service": api.core.list_namespaced_service(api.ns).items,
+        "ServiceAccount": api.core.list_namespaced_service_account(api.ns).items,
         "Deployment": api.apps.list_namespaced_deployment(api.ns).items,
         "NetworkPolicy": api.net.list_namespaced_network_policy(api.ns).items,
     }

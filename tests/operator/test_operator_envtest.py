@@ -61,7 +61,16 @@ def test_example_converges_with_owned_children_and_status(start_operator: Any, a
     eventually(
         lambda: (
             owned_children(api, uid)
-            == {kind: names for kind in ("ConfigMap", "Service", "Deployment", "NetworkPolicy")}
+            == {
+                kind: names
+                for kind in (
+                    "ConfigMap",
+                    "Service",
+                    "ServiceAccount",
+                    "Deployment",
+                    "NetworkPolicy",
+                )
+            }
         ),
         what="every child, owned by the Application",
     )
@@ -170,6 +179,7 @@ def test_missing_delegation_target_stalls_and_creates_nothing(
     assert owned_children(api, uid) == {
         "ConfigMap": [],
         "Service": [],
+        "ServiceAccount": [],
         "Deployment": [],
         "NetworkPolicy": [],
     }
@@ -317,7 +327,10 @@ def test_deleting_the_application_garbage_collects_children(start_operator: Any,
     uid = api.create(cluster_app())["metadata"]["uid"]
     eventually(lambda: len(api.deployments()) == 2, what="two Deployments")
     api.custom.delete_namespaced_custom_object(GROUP, VERSION, api.ns, PLURAL, "desk")
-    empty = {"ConfigMap": [], "Service": [], "Deployment": [], "NetworkPolicy": []}
+    empty: dict[str, list[str]] = {
+        kind: []
+        for kind in ("ConfigMap", "Service", "ServiceAccount", "Deployment", "NetworkPolicy")
+    }
     # the garbage collector learns a new CRD at its 30 s discovery resync
     eventually(
         lambda: owned_children(api, uid) == empty,

@@ -81,6 +81,7 @@ def test_the_sqlite_pod_mounts_its_claim_and_is_recreated() -> None:
     assert _kinds(children, "desk-front") == [
         "ConfigMap",
         "Service",
+        "ServiceAccount",
         "PersistentVolumeClaim",
         "Deployment",
     ]

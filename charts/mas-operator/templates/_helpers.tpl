@@ -41,6 +41,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["configmaps", "services", "persistentvolumeclaims"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# each deployed agent's own ServiceAccount: no token automounted, never bound to a Role
+- apiGroups: [""]
+  resources: ["serviceaccounts"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
