@@ -17,7 +17,10 @@ The tree::
     │   └── MailboxClosed          the mailbox is closed (the process is shutting down)
     ├── HistoryError               the conversation store cannot be read or written
     ├── HostError                  a runtime process cannot be built (unknown agent, missing env)
-    └── ControlError               the control endpoint: none advertised, bad token, refused request
+    ├── ControlError               the control endpoint: none advertised, bad token, refused request
+    └── IdentityError              workload identity between agents (mas.runtime.identity)
+        ├── TokenRejected          a caller's token is refused; ``reason`` says why
+        └── KeysUnavailable        the issuer's discovery document or JWKS cannot be read
 """
 
 from __future__ import annotations
@@ -91,3 +94,32 @@ class HostError(RuntimeFailure):
 
 class ControlError(RuntimeFailure):
     """A control-endpoint problem: none advertised, a bad token, or a refused request."""
+
+
+class IdentityError(RuntimeFailure):
+    """Base of the errors of workload identity (:mod:`mas.runtime.identity`)."""
+
+
+class TokenRejected(IdentityError):
+    """A caller's token is refused: ``reason`` is one of :data:`TOKEN_REJECTIONS`."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+# Why a token is refused, as the 401 answer and the auth-denied metric name it.
+TOKEN_REJECTIONS = (
+    "malformed",
+    "expired",
+    "not_yet_valid",
+    "wrong_audience",
+    "wrong_issuer",
+    "unknown_key",
+    "bad_signature",
+    "missing_claim",
+)
+
+
+class KeysUnavailable(IdentityError):
+    """The issuer's keys cannot be read (not the caller's fault: retry later)."""
