@@ -1,0 +1,82 @@
+"""Each agent's own ServiceAccount on a real API server: created, used, repaired, pruned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from operator_support import Api, cluster_app, eventually, owned_children
+
+from mas.infra import identity
+
+pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
+
+AGENTS = ["desk-back", "desk-front"]
+
+
+@pytest.fixture
+def api(control_plane: Any, envtest_namespace: str) -> Api:
+    return Api(control_plane.api_client(), envtest_namespace)
+
+
+def test_pods_run_as_their_agents_own_account_with_the_a2a_token(
+    start_operator: Any, api: Api
+) -> None:
+    start_operator()
+    uid = api.create(cluster_app())["metadata"]["uid"]
+    eventually(
+        lambda: owned_children(api, uid)["ServiceAccount"] == AGENTS,
+        what="one ServiceAccount per deployed agent, owned by the Application",
+    )
+    for name in AGENTS:
+        account = api.core.read_namespaced_service_account(name, api.ns)
+        assert account.automount_service_account_token is False
+    # the ServiceAccount admission plugin refuses a pod whose account does not exist
+    pods = eventually(
+        lambda: len(items := api.core.list_namespaced_pod(api.ns).items) == 2 and items,
+        what="two pods admitted",
+    )
+    accounts = sorted(pod.spec.service_account_name for pod in pods)
+    assert accounts == AGENTS
+    for pod in pods:
+        assert pod.spec.automount_service_account_token is False
+        [token] = [v for v in pod.spec.volumes if v.projected is not None]
+        [source] = token.projected.sources
+        assert source.service_account_token.audience == identity.AUDIENCE
+        assert source.service_account_token.expiration_seconds == identity.TOKEN_EXPIRY_SECONDS
+    # no Role or ClusterRole is bound to them
+    rbac = k8s.RbacAuthorizationV1Api(api.client)
+    subjects = [
+        (s.kind, s.name)
+        for binding in rbac.list_namespaced_role_binding(api.ns).items
+        for s in binding.subjects or []
+    ]
+    assert not [s for s in subjects if s[0] == "ServiceAccount" and s[1] in AGENTS]
+
+
+def test_a_deleted_account_comes_back_and_a_shared_one_prunes_them(
+    start_operator: Any, api: Api
+) -> None:
+    start_operator(resync=60.0)  # the child watches repair it, not the resync
+    uid = api.create(cluster_app())["metadata"]["uid"]
+    eventually(lambda: owned_children(api, uid)["ServiceAccount"] == AGENTS, what="two accounts")
+    api.core.delete_namespaced_service_account("desk-front", api.ns)
+    eventually(
+        lambda: api.core.read_namespaced_service_account("desk-front", api.ns),
+        what="the deleted ServiceAccount to come back",
+    )
+    api.core.create_namespaced_service_account(api.ns, {"metadata": {"name": "shared"}})
+    spec = cluster_app()["spec"]
+    spec["runtime"] = {"service_account": "shared"}
+    api.patch_spec("desk", spec)
+    eventually(
+        lambda: owned_children(api, uid)["ServiceAccount"] == [],
+        what="the per-agent ServiceAccounts to be pruned",
+    )
+    eventually(
+        lambda: all(
+            d.spec.template.spec.service_account_name == "shared" for d in api.deployments()
+        ),
+        what="the pods to run as the named account",
+    )
