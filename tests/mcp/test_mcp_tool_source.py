@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 from tests.mcp.mcp_servers import PNG_BYTES, ToolServer
 
 from library_ioa.plugins.mcp.tool_source import MCPToolSource
+from mas.infra.identity import IDENTITY_HEADER
 from mas.runtime.boundary.tools import ToolSourceError
 from mas.runtime.errors import PluginConfigError
+from mas.runtime.identity.token_file import TokenFile
 
 pytestmark = pytest.mark.integration
 
@@ -90,3 +93,24 @@ async def test_a_wrong_path_is_reported_not_raised_as_a_traceback(tool_server: T
 def test_a_url_that_is_not_http_is_a_config_error() -> None:
     with pytest.raises(PluginConfigError, match=r"spec.endpoints.tools.url: 'ftp://x/mcp'"):
         MCPToolSource(url="ftp://x/mcp", server="tools")
+
+
+async def test_each_call_carries_the_callers_current_token(
+    tool_server: ToolServer, tmp_path: Path
+) -> None:
+    volume = tmp_path / "token"
+    volume.write_text("token-before\n")
+    tokens = TokenFile(volume, check_interval=0)
+    source = MCPToolSource(
+        url=tool_server.url, server="tools", headers={"X-Tenant": "t1"}, identity=tokens.current
+    )
+    await source.call("shout", {"text": "one"})
+    volume.write_text("token-after")  # the kubelet rotated it
+    await source.call("shout", {"text": "two"})
+    await _source(tool_server.url).call("shout", {"text": "three"})  # a source without one
+    assert [h.get(IDENTITY_HEADER) for h in tool_server.headers] == [
+        "token-before",
+        "token-after",
+        None,
+    ]
+    assert all(h["x-tenant"] == "t1" for h in tool_server.headers)

@@ -8,6 +8,7 @@ import pytest
 from operator_support import cluster_app
 
 from mas.infra import identity
+from mas.infra.models import Application, Endpoint
 from mas_operator.children import build_children
 from mas_operator.plan import plan_application
 
@@ -90,3 +91,12 @@ def test_subjects_round_trip_and_other_text_is_not_a_service_account() -> None:
         "system:serviceaccount:a:b:c",
     ):
         assert identity.parse_subject(text) is None
+
+
+def test_only_endpoints_this_application_deploys_carry_the_identity() -> None:
+    app = Application.model_validate(cluster_app())
+    app.spec.endpoints["outside"] = Endpoint(url="https://agents.example", usage="use")
+    assert identity.carries_identity(app, "front")  # usage deploy
+    assert identity.carries_identity(app, "back")  # usage use-and-deploy
+    assert not identity.carries_identity(app, "outside")
+    assert not identity.carries_identity(app, "helper")  # no endpoint: in process

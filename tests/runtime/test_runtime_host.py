@@ -50,6 +50,29 @@ async def test_the_example_agency_hosts_each_runtime_with_its_private_workers() 
     assert all(c.closed for c in RecordingComm.instances)
 
 
+async def test_only_routes_to_agents_this_application_deploys_carry_the_token(
+    tmp_path: Path,
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("agent-token\n")
+    app = wire(read_yaml_file(EXAMPLE))
+    RecordingComm.instances.clear()
+    registry = registry_with(a2a=RecordingComm)
+    env = {"MAS_A2A_TOKEN_FILE": str(token)}
+    concierge = RuntimeHost.build(app, ["concierge"], registry=registry, env=env)
+    researcher = RuntimeHost.build(app, ["researcher"], registry=registry, env=env)
+    try:
+        by_url = {c.params["url"]: c.params for c in RecordingComm.instances}
+        # concierge -> researcher: a deployed agent of this Application
+        assert by_url["http://127.0.0.1:8402"]["identity"]() == "agent-token"
+        # researcher -> web-search: usage use, an agent elsewhere; its headers only
+        assert "identity" not in by_url["http://127.0.0.1:8403"]
+        assert by_url["http://127.0.0.1:8403"]["headers"] == {"X-Tenant": "research-desk"}
+    finally:
+        await concierge.aclose()
+        await researcher.aclose()
+
+
 async def test_local_routes_use_the_mas_wide_comm_variant_with_its_params() -> None:
     registry = registry_with()
     built: list[dict[str, object]] = []

@@ -14,6 +14,12 @@ that channel (:class:`~library_ioa.plugins.a2a.grpc_send.GrpcSend`: the SDK clie
 and error mapping without its per-call layers); following a task, and every other binding,
 is the SDK's client.
 
+``identity`` (set by the host only for a peer this Application deploys:
+:func:`mas.infra.identity.carries_identity`) gives the caller's current token, read anew
+for each request; it is sent in the ``maslab-identity`` header (gRPC: metadata) on every
+binding, beside the endpoint's own headers. Without it, or when it gives ``None``, nothing
+is added.
+
 One ``send``: send one message with
 ``contextId`` = the session id and the metadata ``mas.caller_call_id``,
 ``mas.correlation_id`` and ``mas.delegation_depth``, wait for the peer's turn to end (a
@@ -46,7 +52,7 @@ import contextlib
 import dataclasses
 import logging
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import grpc
@@ -85,6 +91,7 @@ from library_ioa.plugins.a2a.answers import (
 from library_ioa.plugins.a2a.grpc_send import GrpcSend, current_interface
 from library_ioa.plugins.a2a.parts import data_part, dict_to_struct
 from library_ioa.plugins.a2a.peer_bodies import LenientTimestamps
+from mas.infra.identity import IDENTITY_HEADER
 from mas.runtime.boundary.agentcomm import AgentCommContract, CommReply, OutboundMessage
 from mas.runtime.errors import CommError, PeerProtocolError, PeerTimeout, PeerUnavailable
 from mas.runtime.turns import CALLER_CALL_ID, CORRELATION_ID, DELEGATION_DEPTH
@@ -133,6 +140,19 @@ def _grpc_code(exc: BaseException) -> grpc.StatusCode | None:
     return exc.code() if isinstance(exc, grpc.aio.AioRpcError) else None
 
 
+class IdentityAuth(httpx.Auth):
+    """Adds the caller's current token to every HTTP request (the card fetch included)."""
+
+    def __init__(self, identity: Callable[[], str | None]) -> None:
+        self._identity = identity
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self._identity()
+        if token:
+            request.headers[IDENTITY_HEADER] = token
+        yield request
+
+
 class A2AAgentComm(AgentCommContract):
     """Sends delegations to one A2A peer."""
 
@@ -141,6 +161,7 @@ class A2AAgentComm(AgentCommContract):
         url: str,
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
+        identity: Callable[[], str | None] | None = None,
     ) -> None:
         if not url or "://" not in url:
             raise ValueError(f"url: {url!r} is not an A2A base URL; accepted: scheme://host[:port]")
@@ -149,6 +170,7 @@ class A2AAgentComm(AgentCommContract):
         self.url = url.rstrip("/")
         self.timeout = float(timeout)
         self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
+        self.identity = identity
         self._http: httpx.AsyncClient | None = None
         self._client: Client | None = None
         self._follower: Client | None = None  # streaming, for SubscribeToTask (card: streaming)
@@ -176,6 +198,7 @@ class A2AAgentComm(AgentCommContract):
                     inner = traced_transport("a2a.peer") or httpx.AsyncHTTPTransport()
                     self._http = httpx.AsyncClient(
                         headers=self._headers,
+                        auth=IdentityAuth(self.identity) if self.identity is not None else None,
                         timeout=httpx.Timeout(self.timeout + 1.0),
                         transport=LenientTimestamps(inner, self._read_naive_times),
                     )
@@ -229,7 +252,10 @@ class A2AAgentComm(AgentCommContract):
                 interface = current_interface(card, target)
                 if interface is not None:
                     self._grpc_send = GrpcSend(
-                        channel, tenant=interface.tenant, headers=self._headers
+                        channel,
+                        tenant=interface.tenant,
+                        headers=self._headers,
+                        identity=self.identity,
                     )
                 self._follower = self._streaming_client(grpc_config, card)
                 return ClientFactory(grpc_config).create(card)
@@ -266,10 +292,15 @@ class A2AAgentComm(AgentCommContract):
         return grpc.aio.insecure_channel(target, interceptors=interceptors)
 
     def _context(self) -> ClientCallContext | None:
-        """Per-call parameters: the endpoint's headers as gRPC metadata (HTTP has them already)."""
-        if self._binding != TransportProtocol.GRPC.value or not self._headers:
+        """Per-call parameters: the endpoint's headers and the caller's token as gRPC metadata
+        (HTTP has them already)."""
+        if self._binding != TransportProtocol.GRPC.value:
             return None
-        return ClientCallContext(service_parameters=dict(self._headers))
+        parameters = dict(self._headers)
+        token = self.identity() if self.identity is not None else None
+        if token:
+            parameters[IDENTITY_HEADER] = token
+        return ClientCallContext(service_parameters=parameters) if parameters else None
 
     def _request(self, message: OutboundMessage) -> SendMessageRequest:
         parts = [Part(text=message.text)]

@@ -12,8 +12,9 @@ config, no output modes, no client interceptors), no more:
 
 - the request's ``tenant``, when it has none, is the interface's (``TenantTransportDecorator``);
 - the call metadata is the SDK's: ``a2a-version: 1.0``, then the endpoint's headers with
-  lowercase names (``ClientCallContext.service_parameters``); no deadline (the comm's own
-  timeout bounds the call);
+  lowercase names (``ClientCallContext.service_parameters``), then the caller's current
+  token as ``maslab-identity`` when the comm has one; no deadline (the comm's own timeout
+  bounds the call);
 - a failed call is mapped by the SDK client's own mapping (reached through
   :func:`~library_ioa.plugins.a2a.server.sdk_internals.map_grpc_error`): DEADLINE_EXCEEDED is
   ``A2AClientTimeoutError``, a status naming an A2A error (``a2a-protocol.org``) is that
@@ -35,7 +36,7 @@ is relied on: the same answers and errors as the SDK's client for the same calls
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import grpc
 from a2a.types import AgentCard, AgentInterface, SendMessageRequest, SendMessageResponse
@@ -43,6 +44,7 @@ from a2a.types.a2a_pb2_grpc import A2AServiceStub
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, VERSION_HEADER, TransportProtocol
 
 from library_ioa.plugins.a2a.server.sdk_internals import map_grpc_error
+from mas.infra.identity import IDENTITY_HEADER
 
 __all__ = ["GrpcSend", "current_interface"]
 
@@ -67,14 +69,24 @@ class GrpcSend:
     """Blocking ``SendMessage`` calls to one peer on a gRPC channel (module docstring)."""
 
     def __init__(
-        self, channel: grpc.aio.Channel, *, tenant: str = "", headers: Mapping[str, str]
+        self,
+        channel: grpc.aio.Channel,
+        *,
+        tenant: str = "",
+        headers: Mapping[str, str],
+        identity: Callable[[], str | None] | None = None,
     ) -> None:
         self._stub = A2AServiceStub(channel)  # type: ignore[no-untyped-call]
         self._tenant = tenant
-        self._metadata = (
+        self._metadata: tuple[tuple[str, str], ...] = (
             (VERSION_HEADER.lower(), PROTOCOL_VERSION_CURRENT),
             *((str(k).lower(), str(v)) for k, v in headers.items()),
         )
+        self._identity = identity
+
+    def _call_metadata(self) -> tuple[tuple[str, str], ...]:
+        token = self._identity() if self._identity is not None else None
+        return (*self._metadata, (IDENTITY_HEADER, token)) if token else self._metadata
 
     async def send(self, request: SendMessageRequest) -> SendMessageResponse:
         """The peer's answer to ``request``: a task or a message (errors: module docstring)."""
@@ -82,7 +94,7 @@ class GrpcSend:
             request.tenant = self._tenant
         try:
             response: SendMessageResponse = await self._stub.SendMessage(
-                request, metadata=self._metadata
+                request, metadata=self._call_metadata()
             )
         except grpc.aio.AioRpcError as exc:
             map_grpc_error(exc)

@@ -3,7 +3,9 @@
 Built by the runtime host from a tool server endpoint (``protocol: mcp``, ``usage: use``):
 ``url`` is the server's streamable HTTP endpoint as written (e.g. ``http://host:port/mcp``),
 ``headers`` are sent on every request (Secret-backed values already resolved), ``timeout``
-bounds each listing and each call as a whole, connection included.
+bounds each listing and each call as a whole, connection included. ``identity`` (set by the
+host only for a server this Application deploys: an agent's MCP door) gives the caller's
+current token, sent as the ``maslab-identity`` header of each listing and call.
 
 Each listing and each call opens its own client session (``mcp.Client`` in its default
 ``auto`` mode: the 2026-07-28 protocol, or the initialize handshake of an older server) and
@@ -16,7 +18,7 @@ error answer, or a body that is not MCP); a tool's own error is a result with ``
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from library_ioa.plugins.mcp.results import outcome_of
+from mas.infra.identity import IDENTITY_HEADER
 from mas.runtime.boundary.delegation import ToolSpec
 from mas.runtime.boundary.tools import ToolFailure, ToolOutcome, ToolSourceContract, ToolSourceError
 from mas.runtime.errors import PluginConfigError
@@ -47,6 +50,7 @@ class MCPToolSource(ToolSourceContract):
         server: str,
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        identity: Callable[[], str | None] | None = None,
     ) -> None:
         if not url or not url.startswith(("http://", "https://")):
             raise PluginConfigError(
@@ -57,13 +61,18 @@ class MCPToolSource(ToolSourceContract):
         self.url = url
         self.timeout = timeout if timeout is not None else DEFAULT_TIMEOUT
         self._headers = dict(headers or {})
+        self.identity = identity
 
     def _where(self) -> str:
         return f"MCP server {self.server!r} at {self.url}"
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[Client]:
-        http = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(self.timeout))
+        headers = dict(self._headers)
+        token = self.identity() if self.identity is not None else None
+        if token:
+            headers[IDENTITY_HEADER] = token
+        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(self.timeout))
         async with http, Client(streamable_http_client(self.url, http_client=http)) as client:
             yield client
 

@@ -14,6 +14,12 @@ and, when it has ``spec.tools``, a :class:`Toolbox` of one
 ``registry.create('tool_source', protocol, {'url', 'headers', 'timeout'}, server=<id>)``
 per tool server (headers resolved the same way).
 
+A remote route or tool server that this Application deploys
+(:func:`mas.infra.identity.carries_identity`) also gets ``identity``: the process's one
+:class:`~mas.runtime.identity.token_file.TokenFile` (the projected token at
+``$MAS_A2A_TOKEN_FILE``, default :data:`mas.infra.identity.TOKEN_PATH`), whose token goes
+with every call; an endpoint only used never gets it.
+
 A missing secret variable is a :class:`HostError` naming the header, the Secret and the
 variable (never a value). A plugin that refuses its parameters is a ``PluginConfigError``.
 """
@@ -25,8 +31,10 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mas.ctl.session.mailbox import SessionTurnMailbox
+from mas.infra.identity import TOKEN_PATH, carries_identity
 from mas.infra.model_choice import ModelChoice, model_choice
 from mas.infra.models import AgentManifest, HeaderValue
 from mas.infra.routes import Route, ToolRoute
@@ -38,12 +46,15 @@ from mas.runtime.boundary.delegation import DelegationContract
 from mas.runtime.boundary.tools import ToolSourceContract
 from mas.runtime.comm.local import LocalBus
 from mas.runtime.errors import HostError
+from mas.runtime.identity.token_file import TokenFile
 from mas.runtime.models.base import ModelPlugin
 from mas.runtime.registry import Registry, default_registry
 from mas.runtime.toolbox import Toolbox
 from mas.runtime.turns import TurnRunner
 
 logger = logging.getLogger(__name__)
+
+TOKEN_FILE_ENV = "MAS_A2A_TOKEN_FILE"
 
 
 @dataclass
@@ -133,6 +144,7 @@ class RuntimeHost:
         comms: list[AgentCommContract] = []
         models: list[ModelPlugin] = []
         toolboxes: list[Toolbox] = []
+        identity = TokenFile(env.get(TOKEN_FILE_ENV) or TOKEN_PATH)
         for agent_id in wired.routes.hosted_with(tuple(roots)):
             manifest = agents_doc[agent_id]
             choice = model_choice(wired.app.spec, agent_id)
@@ -143,12 +155,12 @@ class RuntimeHost:
             models.append(model)
             routes: dict[str, AgentCommContract] = {}
             for route in wired.routes.from_agent(agent_id):
-                comm = cls._comm(registry, route, bus, env)
+                comm = cls._comm(registry, wired, route, bus, env, identity=identity)
                 comms.append(comm)
                 routes[route.target] = comm
             descriptions = {t: _describe(agents_doc[t]) for t in routes if t in agents_doc}
             delegation = DelegationContract(agent_id, routes, descriptions=descriptions)
-            toolbox = cls._toolbox(registry, wired, agent_id, env, delegation)
+            toolbox = cls._toolbox(registry, wired, agent_id, env, delegation, identity=identity)
             if toolbox is not None:
                 toolboxes.append(toolbox)
             agent = Agent(agent_id, manifest, model, delegation, toolbox=toolbox, choice=choice)
@@ -165,17 +177,21 @@ class RuntimeHost:
         agent_id: str,
         env: Mapping[str, str],
         delegation: DelegationContract,
+        *,
+        identity: TokenFile,
     ) -> Toolbox | None:
         grants = wired.routes.tools_of(agent_id)
         if not grants:
             return None
         sources: list[tuple[ToolSourceContract, tuple[str, ...] | None]] = []
         for grant in grants:
-            params = {
+            params: dict[str, Any] = {
                 "url": grant.url,
                 "headers": resolve_headers(grant, env),
                 "timeout": grant.timeout,
             }
+            if carries_identity(wired.app, grant.server):
+                params["identity"] = identity.current
             source = registry.create("tool_source", grant.protocol, params, server=grant.server)
             if not isinstance(source, ToolSourceContract):
                 raise HostError(
@@ -188,16 +204,24 @@ class RuntimeHost:
 
     @staticmethod
     def _comm(
-        registry: Registry, route: Route, bus: LocalBus, env: Mapping[str, str]
+        registry: Registry,
+        wired: Wired,
+        route: Route,
+        bus: LocalBus,
+        env: Mapping[str, str],
+        *,
+        identity: TokenFile,
     ) -> AgentCommContract:
         if route.kind == "local":
             comm = registry.create("agent_comm", route.protocol, route.params, bus=bus)
         else:
-            params = {
+            params: dict[str, Any] = {
                 "url": route.url,
                 "headers": resolve_headers(route, env),
                 "timeout": route.timeout,
             }
+            if carries_identity(wired.app, route.target):
+                params["identity"] = identity.current
             comm = registry.create("agent_comm", route.protocol, params)
         if not isinstance(comm, AgentCommContract):
             raise HostError(
