@@ -13,13 +13,21 @@ Both the operator (which creates the ServiceAccount and mounts the token) and th
 - an agent sends its token in the header :data:`IDENTITY_HEADER` (gRPC: the same metadata
   key) on every A2A call and MCP tool call to a target this Application deploys
   (:func:`carries_identity`), beside the endpoint's own headers (which may hold an
-  ``Authorization`` of their own); an endpoint it only uses (``usage: use``) never gets it.
+  ``Authorization`` of their own); an endpoint it only uses (``usage: use``) never gets it;
+- an agent that checks identities admits (:func:`admission`): the pods that host one of its
+  declared delegators (an agent whose ``delegates_to`` names it, in its own pod or as a
+  private worker in another's), the principals of its doors' ``a2a.allow``, callers through
+  an ``a2a.auth`` scheme, and, only with ``a2a.anonymous: true``, anyone. Each admitted
+  principal keeps where it comes from, so a refusal can say what to change.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mas.infra.incluster import service_name
 from mas.infra.models import Application
+from mas.infra.routes import Routes, doors_of
 
 AUDIENCE = "maslab.io/a2a"
 TOKEN_DIR = "/var/run/secrets/maslab.io/a2a"
@@ -30,6 +38,7 @@ TOKEN_PATH = f"{TOKEN_DIR}/{TOKEN_FILE}"
 TOKEN_EXPIRY_SECONDS = 600
 
 SUBJECT_PREFIX = "system:serviceaccount:"
+NAMESPACE_GROUP_PREFIX = "system:serviceaccounts:"
 # Lowercase: HTTP header names are case-insensitive, gRPC metadata keys must be lowercase.
 IDENTITY_HEADER = "maslab-identity"
 
@@ -60,3 +69,66 @@ def carries_identity(app: Application, endpoint_key: str) -> bool:
     carry the caller's token: only when this Application deploys that endpoint."""
     endpoint = app.spec.endpoints.get(endpoint_key)
     return endpoint is not None and endpoint.deployed
+
+
+@dataclass(frozen=True)
+class AdmittedCaller:
+    """One principal an agent admits: a ServiceAccount subject or a namespace's group
+    (``system:serviceaccounts:NS``), and where the rule comes from."""
+
+    principal: str
+    source: str
+
+    def matches(self, subject: str) -> bool:
+        """Whether the caller ``subject`` (a ServiceAccount subject) is this principal."""
+        if self.principal.startswith(NAMESPACE_GROUP_PREFIX):
+            parsed = parse_subject(subject)
+            return parsed is not None and parsed[0] == self.principal.split(":", 2)[2]
+        return subject == self.principal
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Who may call ``agent`` (see the module docstring)."""
+
+    agent: str
+    callers: tuple[AdmittedCaller, ...]
+    anonymous: bool = False
+    schemes: bool = False  # a2a.auth: external callers through its schemes
+
+    def admitted(self, subject: str) -> AdmittedCaller | None:
+        """The rule that admits ``subject``, or ``None``."""
+        return next((c for c in self.callers if c.matches(subject)), None)
+
+    def describe(self) -> str:
+        """The admitted callers and their sources, for a refusal a person reads."""
+        parts = [f"{c.principal} ({c.source})" for c in self.callers]
+        if self.schemes:
+            parts.append("callers with an a2a.auth credential (see the card's securitySchemes)")
+        return "; ".join(parts) if parts else "no caller (no delegator, no a2a.allow)"
+
+
+def admission(app: Application, routes: Routes, agent: str, namespace: str) -> Admission:
+    """The callers ``agent`` admits when it checks identities (module docstring)."""
+    override = app.spec.runtime.service_account
+    callers: dict[str, AdmittedCaller] = {}
+    for root, hosted in routes.runtimes.items():
+        if root == agent and override is None:
+            continue  # its own pod calls it in process
+        for delegator in hosted:
+            if agent not in app.spec.agency.agents[delegator].spec.delegates_to:
+                continue
+            account = service_account_name(app.metadata.name, root, override)
+            where = "" if delegator == root else f", hosted in the pod of {root}"
+            source = f"delegates_to of {delegator}{where}"
+            principal = subject(namespace, account)
+            if principal not in callers:
+                callers[principal] = AdmittedCaller(principal, source)
+    anonymous = schemes = False
+    for key, endpoint in doors_of(app.spec.endpoints, agent):
+        for index, principal in enumerate(endpoint.a2a.allow):
+            source = f"spec.endpoints.{key}.a2a.allow[{index}]"
+            callers.setdefault(principal, AdmittedCaller(principal, source))
+        anonymous = anonymous or endpoint.a2a.anonymous
+        schemes = schemes or endpoint.a2a.auth is not None
+    return Admission(agent, tuple(callers.values()), anonymous=anonymous, schemes=schemes)

@@ -12,6 +12,7 @@ usage versus agency membership, entry, plugin names) live in :mod:`mas.infra.val
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -402,6 +403,22 @@ class A2AAuth(Model):
     schemes: list[AuthScheme] = Field(min_length=1, max_length=10)
 
 
+_NS = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+SERVICE_ACCOUNT_PATTERN = (
+    rf"^(system:serviceaccount:{_NS}:[a-z0-9]([-.a-z0-9]*[a-z0-9])?|system:serviceaccounts:{_NS})$"
+)
+
+CallerPrincipal = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=330),
+    Field(
+        description="A ServiceAccount 'system:serviceaccount:NAMESPACE:NAME' or all of a "
+        "namespace's 'system:serviceaccounts:NAMESPACE'.",
+        json_schema_extra={"pattern": SERVICE_ACCOUNT_PATTERN},
+    ),
+]
+
+
 class PushPolicy(Model):
     """Which push-notification URLs the server accepts and calls (SSRF screening)."""
 
@@ -697,6 +714,32 @@ class A2AOptions(Model):
     auth: A2AAuth | None = Field(
         default=None, description="Inbound authentication (the card stays public)."
     )
+    allow: list[CallerPrincipal] = Field(
+        default_factory=list,
+        max_length=MAX_LIST,
+        description="Callers admitted besides this agent's declared delegators (the agents "
+        "whose delegates_to names it), when the agent checks workload identities: a "
+        "ServiceAccount 'system:serviceaccount:NAMESPACE:NAME' or every ServiceAccount of a "
+        "namespace 'system:serviceaccounts:NAMESPACE'.",
+    )
+    anonymous: bool = Field(
+        default=False,
+        description="Admit callers that present no identity and no a2a.auth credential "
+        "(an agent open to anyone who reaches it); off by default once identities are checked.",
+    )
+
+    @field_validator("allow")
+    @classmethod
+    def _service_accounts(cls, allow: list[str]) -> list[str]:
+        for index, entry in enumerate(allow):
+            if not re.match(SERVICE_ACCOUNT_PATTERN, entry):
+                raise ValueError(
+                    f"allow[{index}] {entry!r} names no caller; accepted: "
+                    "'system:serviceaccount:NAMESPACE:NAME' (one ServiceAccount) or "
+                    "'system:serviceaccounts:NAMESPACE' (every ServiceAccount of a namespace)"
+                )
+        return allow
+
     connections: ConnectionLimits = Field(default_factory=ConnectionLimits)
     push: PushPolicy = Field(default_factory=PushPolicy)
     responses: ResponseBounds = Field(default_factory=ResponseBounds)
