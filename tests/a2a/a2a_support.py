@@ -153,6 +153,7 @@ async def serve_agent(
     push_url_validator: Any = None,
     message_grace: float = 5.0,  # generous: a busy CI machine must not turn a Message into a task
     a2a_options: dict[str, Any] | None = None,
+    caller_check: Any = None,
     **caps: bool,
 ) -> AsyncIterator[Served]:
     """Serve a scripted agent on free loopback ports; stop it afterwards."""
@@ -169,6 +170,7 @@ async def serve_agent(
         drain_timeout=2.0,
         message_grace=message_grace,
         push_url_validator=push_url_validator,
+        caller_check=caller_check,
     )
     await exposure.start()
     try:

@@ -12,7 +12,9 @@ bind, bound, authenticate and measure their sockets with this one package:
   same for the gRPC listener;
 - :mod:`.auth`: inbound credentials (``a2a.auth``: bearer tokens, API keys), checked on
   HTTP; :mod:`.grpc_auth`: the same on gRPC; :mod:`.principals`: who a request is and what
-  it owns (``Principal``, ``owned_session``);
+  it owns (``Principal``, ``owned_session``); :mod:`.callers` and :mod:`.grpc_callers`: the
+  caller check of an agent that verifies workload identities (``a2a.auth`` included), in
+  place of :mod:`.auth` on each transport;
 - :mod:`.metrics`: the Prometheus text of the process's registries (``GET /metrics``);
 - :mod:`.json_answers` and :mod:`.asgi`: a JSON answer sent from ASGI middleware, and the
   ASGI types the middleware is written against.

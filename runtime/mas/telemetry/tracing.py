@@ -42,10 +42,12 @@ __all__ = [
     "A2A_CONTEXT_ID",
     "A2A_TASK_ID",
     "MAS_AGENT",
+    "MAS_CALLER",
     "MAS_SESSION_ID",
     "MAS_TURN_ID",
     "Kind",
     "TracingConfigError",
+    "annotate",
     "capture",
     "configure",
     "current_ids",
@@ -72,6 +74,9 @@ MAS_SESSION_ID = "mas.session_id"
 MAS_TURN_ID = "mas.turn_id"
 A2A_TASK_ID = "a2a.task_id"
 A2A_CONTEXT_ID = "a2a.context_id"
+# The verified identity of an A2A request's caller (a ServiceAccount subject, or the a2a.auth
+# scheme it authenticated with): an attribute of the request's SERVER span.
+MAS_CALLER = "mas.caller"
 
 INSTRUMENTATION = "maslab"
 _EXPORTERS = ("otlp", "console")
@@ -284,6 +289,12 @@ def tool_span(agent: str, tool: str, source: str = "mcp") -> AbstractContextMana
         MAS_AGENT: agent,
     }
     return span(f"execute_tool {tool}", attributes=attributes)
+
+
+def annotate(name: str, value: str) -> None:
+    """Set the attribute ``name`` on the active span when on (no span: nothing)."""
+    if _on and _api is not None and value:
+        _api.get_current_span().set_attribute(name, value)
 
 
 def capture() -> Context | None:

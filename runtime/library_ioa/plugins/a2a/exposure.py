@@ -92,12 +92,14 @@ from library_ioa.serving.auth import (
     HttpAuth,
     resolve_credentials,
 )
+from library_ioa.serving.callers import HttpCallers
 from library_ioa.serving.http_guard import HttpLimits
 from library_ioa.serving.listeners import HttpListener, ListenError
 from library_ioa.serving.metrics import metrics_route
 from mas.infra.addresses import parse_advertised_url
 from mas.infra.models import AgentManifest, Endpoint
 from mas.runtime.agent import Agent
+from mas.runtime.identity.callers import CallerCheck
 from mas.telemetry import tracing
 from mas.telemetry.httpclient import TracingTransport
 
@@ -141,6 +143,7 @@ class A2AExposure:
         push_url_validator: Callable[[str], Awaitable[bool]] | None = None,
         task_stores: TaskStores | None = None,
         fast_send: bool | None = None,
+        caller_check: CallerCheck | None = None,
     ) -> None:
         self.agent_id = agent_id
         if fast_send is None:
@@ -249,7 +252,11 @@ class A2AExposure:
         corrected = hot_lane(
             corrected, rpc_routes, rpc_path="/", max_body_bytes=endpoint.a2a.max_body_bytes
         )
-        if authenticator is not None:  # outermost: no body is read before authentication
+        # outermost: no body is read before authentication; with identities checked the
+        # caller check does it, a2a.auth included (serving/callers.py)
+        if caller_check is not None:
+            corrected = HttpCallers(corrected, caller_check, authenticator)
+        elif authenticator is not None:
             corrected = HttpAuth(corrected, authenticator)
         if tracing.on():  # the request's span, around everything (server/tracing.py)
             corrected = HttpTracing(corrected)
@@ -273,6 +280,7 @@ class A2AExposure:
                 address=self._grpc_address,
                 bind_host=self._grpc_bind_host,
                 authenticator=authenticator,
+                caller_check=caller_check,
                 fast_send=fast_send,
                 compat_0_3=compat_0_3,
             )

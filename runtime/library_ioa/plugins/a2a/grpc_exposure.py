@@ -6,7 +6,8 @@ gRPC or the SDK's gRPC handlers (``library_ioa.plugins.a2a.sdk_extras``).
 
 Servicers: the A2A 1.0 service (the fast path's ``FastGrpcHandler`` or the SDK's
 ``GrpcHandler``), and with ``compat_0_3`` the 0.3 service. Interceptors, outermost first:
-tracing (when on), auth (with ``a2a.auth``), the A2A version check, the decode check.
+tracing (when on), the caller check (when the agent checks identities, ``a2a.auth``
+included) or auth (with ``a2a.auth``), the A2A version check, the decode check.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from library_ioa.plugins.a2a.server.transport.grpc_decode import GrpcDecodeCheck
 from library_ioa.plugins.a2a.server.transport.limits import grpc_options
 from library_ioa.serving.auth import Authenticator
 from library_ioa.serving.grpc_auth import GrpcAuth, GrpcPrincipals
+from library_ioa.serving.grpc_callers import CallerPrincipals, GrpcCallers
 from library_ioa.serving.grpc_guard import GrpcLimits
 from library_ioa.serving.grpc_listener import GrpcListener
 from mas.infra.addresses import parse_grpc_address
 from mas.infra.models import Endpoint
+from mas.runtime.identity.callers import CallerCheck
 from mas.telemetry import tracing
 
 
@@ -40,10 +43,13 @@ def build_grpc_listener(
     bind_host: str,
     authenticator: Authenticator | None,
     fast_send: bool,
+    caller_check: CallerCheck | None = None,
     compat_0_3: bool,
 ) -> GrpcListener:
     """The (not yet started) gRPC listener of ``handler`` at ``address``'s port."""
-    principals = GrpcPrincipals(authenticator) if authenticator is not None else None
+    principals: Any = GrpcPrincipals(authenticator) if authenticator is not None else None
+    if caller_check is not None:
+        principals = CallerPrincipals()
     servicers: list[tuple[Any, Any]] = [
         (
             # A plain SendMessage skips the SDK's conversions (server/fast/grpc_handler.py).
@@ -59,7 +65,9 @@ def build_grpc_listener(
             )
         )
     interceptors: list[Any] = [GrpcVersionCheck(), GrpcDecodeCheck()]
-    if authenticator is not None:
+    if caller_check is not None:  # a2a.auth included (serving/grpc_callers.py)
+        interceptors.insert(0, GrpcCallers(caller_check, authenticator))
+    elif authenticator is not None:
         interceptors.insert(0, GrpcAuth(authenticator))
     if tracing.on():
         interceptors.insert(0, GrpcTracing())

@@ -1,0 +1,120 @@
+"""The caller check on HTTP: every request but the public ones is admitted or refused by the
+agent's :class:`~mas.runtime.identity.callers.CallerCheck` (the rules are there).
+
+:class:`HttpCallers` (ASGI middleware, in place of :class:`~.auth.HttpAuth` when the agent
+checks identities) reads the caller's token (``maslab-identity``) and, with ``a2a.auth``,
+the credential headers; the ``a2a.auth`` scheme that matched goes to the check beside the
+token. An admitted request runs as its principal (the ASGI ``user``: tasks and sessions
+belong to it, :mod:`.principals`), with the caller on the request span
+(:data:`mas.telemetry.tracing.MAS_CALLER`) and every credential header redacted.
+
+A refusal is answered in the transport's form, never with a token's text:
+
+- JSON-RPC (at ``rpc_path``): HTTP 401, 403 or 503 with a JSON-RPC error (code -32600,
+  ``data``: ``reason`` and ``caller``);
+- HTTP+JSON and the MCP door: the same status with the google.rpc error shape, status
+  ``UNAUTHENTICATED``, ``PERMISSION_DENIED`` or ``UNAVAILABLE`` and an ``ErrorInfo`` whose
+  ``reason`` is the check's reason.
+
+A 401 carries a ``WWW-Authenticate`` challenge. The gRPC form is in :mod:`.grpc_callers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from library_ioa.serving.asgi import ASGIApp, Receive, Scope, Send
+from library_ioa.serving.auth import (
+    CREDENTIAL_HEADERS,
+    PUBLIC_PATHS,
+    UNAUTHENTICATED_RPC_CODE,
+    Authenticator,
+    redact_credentials,
+)
+from library_ioa.serving.json_answers import send_json
+from library_ioa.serving.principals import Principal
+from mas.infra.identity import IDENTITY_HEADER
+from mas.runtime.identity.callers import CallerCheck, Decision
+from mas.telemetry import tracing
+
+IDENTITY_KEY = IDENTITY_HEADER.encode("latin-1")
+CHALLENGE = b'Bearer realm="a2a", header="' + IDENTITY_KEY + b'"'
+STATUS_NAMES = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 503: "UNAVAILABLE"}
+
+
+def refusal_payload(decision: Decision, *, rpc: bool) -> dict[str, Any]:
+    """The body refusing ``decision`` on JSON-RPC (``rpc``) or in the google.rpc shape."""
+    if rpc:
+        return {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": UNAUTHENTICATED_RPC_CODE,
+                "message": decision.message,
+                "data": {"reason": decision.reason, "caller": decision.caller},
+            },
+        }
+    return {
+        "error": {
+            "code": decision.status,
+            "status": STATUS_NAMES.get(decision.status, "UNAUTHENTICATED"),
+            "message": decision.message,
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": decision.reason.upper(),
+                    "domain": "maslab.io",
+                    "metadata": {"caller": decision.caller},
+                }
+            ],
+        }
+    }
+
+
+class HttpCallers:
+    """ASGI middleware: the caller check of each request outside ``public_paths``."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        check: CallerCheck,
+        authenticator: Authenticator | None = None,
+        *,
+        rpc_path: str | None = "/",
+        public_paths: Iterable[str] = PUBLIC_PATHS,
+    ) -> None:
+        self.app = app
+        self.check = check
+        self.authenticator = authenticator
+        self.rpc_path = rpc_path
+        self.public_paths = frozenset(public_paths)
+        wanted = authenticator.headers if authenticator is not None else frozenset()
+        self._wanted = {h.encode("latin-1"): h for h in wanted}
+        self.redact = CREDENTIAL_HEADERS | frozenset(self._wanted) | {IDENTITY_KEY}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path", "") in self.public_paths:
+            await self.app(scope, receive, send)
+            return
+        token: str | None = None
+        presented: dict[str, bytes] = {}
+        for key, value in scope.get("headers", ()):
+            name = bytes(key).lower()
+            if name == IDENTITY_KEY:
+                token = bytes(value).decode("latin-1").strip()
+            elif name in self._wanted:
+                presented[self._wanted[name]] = bytes(value)
+        scheme = self.authenticator.principal(presented) if self.authenticator else None
+        decision = await self.check.check(token, scheme)
+        tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
+        if decision.admitted:
+            scope = {
+                **redact_credentials(scope, self.redact),
+                "user": Principal(decision.principal),
+            }
+            await self.app(scope, receive, send)
+            return
+        rpc = self.rpc_path is not None and scope.get("path", "") == self.rpc_path
+        headers = [(b"www-authenticate", CHALLENGE)] if decision.status == 401 else []
+        await send_json(send, decision.status, refusal_payload(decision, rpc=rpc), headers)
