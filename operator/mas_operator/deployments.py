@@ -2,19 +2,21 @@
 
 Pods meet the ``restricted`` Pod Security Standard: non-root, read-only root filesystem
 (``/tmp`` is an ``emptyDir``), no privilege escalation, every capability dropped, the
-RuntimeDefault seccomp profile, and no API token: the pods run as the agent's own
-ServiceAccount and mount only its projected A2A token (:mod:`mas_operator.serviceaccounts`),
-which the API server refuses. Secret-backed values arrive
-only as ``valueFrom.secretKeyRef`` env vars named by :func:`mas.infra.secrets.secret_env_name`.
-Tolerations of a lost node, and the spread of a replicated agent, come from
-:mod:`mas_operator.scheduling`; the scanner findings it skips, from
-:mod:`mas_operator.scanner_skips`.
+RuntimeDefault seccomp profile, and no automounted API token: the pods run as the agent's
+own ServiceAccount (no RBAC bindings) and mount only its projected credentials
+(:mod:`mas_operator.serviceaccounts`): the A2A token, which the API server refuses, and what
+reading the issuer's keys needs. ``MAS_A2A_IDENTITY=kubernetes`` makes every door check its
+callers. Secret-backed values arrive only as ``valueFrom.secretKeyRef`` env vars named by
+:func:`mas.infra.secrets.secret_env_name`. Tolerations of a lost node, and the spread of a
+replicated agent, come from :mod:`mas_operator.scheduling`; the scanner findings it skips,
+from :mod:`mas_operator.scanner_skips`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mas.infra import identity
 from mas.infra.secrets import secret_env_name
 from mas_operator.names import (
     ANNOTATION_CONFIG_HASH,
@@ -91,7 +93,11 @@ def serve_command(agent: AgentPlan) -> list[str]:
 
 def container_env(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
     """Telemetry env, user env (literal or Secret-backed), then one per referenced Secret key."""
-    env: list[dict[str, Any]] = [{"name": "MAS_AGENT", "value": agent.agent}]
+    env: list[dict[str, Any]] = [
+        {"name": "MAS_AGENT", "value": agent.agent},
+        # every door checks its callers against the cluster's issuer (docs/security.md)
+        {"name": identity.IDENTITY_ENV, "value": identity.IDENTITY_KUBERNETES},
+    ]
     env += telemetry_env(plan, agent)  # traces and JSON logs, when the Application asks
     for item in plan.app.spec.runtime.env:
         if item.secret_key_ref is not None:

@@ -3,10 +3,12 @@
 Each deployed agent gets a ServiceAccount of its own
 (:func:`mas.infra.identity.service_account_name`) with
 ``automountServiceAccountToken: false`` and no RBAC bindings: the operator never binds a
-Role to it. Its pods mount one credential, a projected token for the audience
+Role to it. Its pods mount one volume of projected credentials: a token for the audience
 :data:`mas.infra.identity.AUDIENCE` at :data:`mas.infra.identity.TOKEN_PATH`, which the
-kubelet rotates before it expires; agents send it to their in-cluster peers and check
-their callers' (docs/security.md). When ``spec.runtime.service_account`` names an
+kubelet rotates before it expires and agents send to their in-cluster peers; and, to check
+their callers' tokens, an API-audience token (which lets the account read the issuer's
+discovery document and JWKS, as every ServiceAccount may, and nothing else: no bindings)
+and the cluster's CA (docs/security.md). When ``spec.runtime.service_account`` names an
 account, every pod runs as that one instead and no ServiceAccount is created.
 """
 
@@ -56,7 +58,20 @@ def token_volume() -> tuple[dict[str, Any], dict[str, Any]]:
                         "expirationSeconds": identity.TOKEN_EXPIRY_SECONDS,
                         "path": identity.TOKEN_FILE,
                     }
-                }
+                },
+                # for reading the issuer's keys through the API server (its own audience)
+                {
+                    "serviceAccountToken": {
+                        "expirationSeconds": identity.TOKEN_EXPIRY_SECONDS,
+                        "path": identity.API_TOKEN_FILE,
+                    }
+                },
+                {
+                    "configMap": {
+                        "name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": identity.CA_FILE}],
+                    }
+                },
             ]
         },
     }

@@ -12,6 +12,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -24,7 +25,8 @@ from test_a2a_identity_outbound import _rest_only_front
 from tests.token_issuer import AUDIENCE, ISSUER, Issuer
 
 from library_ioa.plugins.a2a.agent_comm import A2AAgentComm
-from mas.infra.identity import IDENTITY_HEADER, Admission, AdmittedCaller
+from mas.ctl.conformance.probe import probe
+from mas.infra.identity import IDENTITY_HEADER, TOKEN_FILE_ENV, Admission, AdmittedCaller
 from mas.runtime.errors import PeerProtocolError
 from mas.runtime.identity.callers import CallerCheck
 from mas.runtime.identity.keys import OidcKeys
@@ -211,3 +213,18 @@ async def test_grpc_refusals_are_permission_denied_and_unauthenticated(
         )
     assert "grpc welcome" in str(reply)
     assert [t.session_id.partition("/")[0] for t in peer.runner.seen] == [CONCIERGE]
+
+
+async def test_the_conformance_probe_sends_the_token_its_job_names(
+    issuer: Issuer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    volume = tmp_path / "token"
+    volume.write_text(signed(issuer, CONCIERGE))
+    async with checked_peer(issuer) as peer:
+        monkeypatch.delenv(TOKEN_FILE_ENV, raising=False)
+        outsider = await probe(peer.url, timeout=STEP)
+        monkeypatch.setenv(TOKEN_FILE_ENV, str(volume))
+        admitted = await probe(peer.url, timeout=STEP)
+    assert not outsider.passed
+    assert admitted.passed, admitted.failures()
+    assert {c.interface for c in admitted.checks} >= {"JSONRPC", "HTTP+JSON", "GRPC"}

@@ -50,8 +50,17 @@ def test_one_job_per_deployed_agent_probing_its_service_into_the_termination_log
     pod = job["spec"]["template"]["spec"]
     assert pod["restartPolicy"] == "Never"
     assert pod["automountServiceAccountToken"] is False
-    assert "serviceAccountName" not in pod
+    # it runs as the probed agent, which admits its own ServiceAccount, and sends its token
+    assert pod["serviceAccountName"] == "desk-researcher"
     [container] = pod["containers"]
+    assert container["env"] == [
+        {"name": "MAS_A2A_TOKEN_FILE", "value": "/var/run/secrets/maslab.io/a2a/token"}
+    ]
+    assert {
+        "name": "a2a-token",
+        "mountPath": "/var/run/secrets/maslab.io/a2a",
+        "readOnly": True,
+    } in container["volumeMounts"]
     assert container["name"] == "researcher"
     assert container["image"] == "registry.example/maslab:1.0.0"
     assert container["command"] == [

@@ -47,7 +47,7 @@ def test_every_deployed_agent_gets_its_own_account_without_an_api_token() -> Non
         assert kinds.index(("ServiceAccount", name)) < kinds.index(("Deployment", name))
 
 
-def test_pods_mount_only_a_projected_token_for_our_audience() -> None:
+def test_pods_mount_our_audiences_token_and_what_reading_the_issuers_keys_needs() -> None:
     for pod in _pods(build_children(plan_application(cluster_app()))).values():
         [volume] = [v for v in pod["volumes"] if "projected" in v]
         assert volume["projected"]["sources"] == [
@@ -57,7 +57,14 @@ def test_pods_mount_only_a_projected_token_for_our_audience() -> None:
                     "expirationSeconds": 600,
                     "path": "token",
                 }
-            }
+            },
+            {"serviceAccountToken": {"expirationSeconds": 600, "path": "api-token"}},
+            {
+                "configMap": {
+                    "name": "kube-root-ca.crt",
+                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                }
+            },
         ]
         [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == volume["name"]]
         assert mount == {
@@ -66,6 +73,10 @@ def test_pods_mount_only_a_projected_token_for_our_audience() -> None:
             "readOnly": True,
         }
         assert f"{mount['mountPath']}/token" == identity.TOKEN_PATH
+        assert f"{mount['mountPath']}/api-token" == identity.API_TOKEN_PATH
+        assert pod["automountServiceAccountToken"] is False
+        env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+        assert env["MAS_A2A_IDENTITY"] == "kubernetes"
 
 
 def test_a_named_service_account_runs_every_pod_and_none_is_created() -> None:

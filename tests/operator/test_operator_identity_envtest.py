@@ -42,9 +42,14 @@ def test_pods_run_as_their_agents_own_account_with_the_a2a_token(
     for pod in pods:
         assert pod.spec.automount_service_account_token is False
         [token] = [v for v in pod.spec.volumes if v.projected is not None]
-        [source] = token.projected.sources
-        assert source.service_account_token.audience == identity.AUDIENCE
-        assert source.service_account_token.expiration_seconds == identity.TOKEN_EXPIRY_SECONDS
+        ours, api_token, ca = token.projected.sources
+        assert ours.service_account_token.audience == identity.AUDIENCE
+        assert ours.service_account_token.expiration_seconds == identity.TOKEN_EXPIRY_SECONDS
+        # the API-audience token (the API server's default) and the CA read the issuer's keys
+        assert (api_token.service_account_token.path, ca.config_map.name) == (
+            identity.API_TOKEN_FILE,
+            "kube-root-ca.crt",
+        )
     # no Role or ClusterRole is bound to them
     rbac = k8s.RbacAuthorizationV1Api(api.client)
     subjects = [

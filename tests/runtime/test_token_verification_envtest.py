@@ -17,6 +17,7 @@ from tests.envtest.controlplane import SERVICE_ACCOUNT_ISSUER
 
 from mas.infra import identity
 from mas.runtime.errors import TokenRejected
+from mas.runtime.identity.cluster import cluster_verifier
 from mas.runtime.identity.keys import DISCOVERY_PATH, OidcKeys, https_fetch
 from mas.runtime.identity.verification import TokenVerifier
 
@@ -75,3 +76,30 @@ def test_the_api_server_refuses_an_agent_token(control_plane: Any, envtest_names
     with pytest.raises(ApiException) as caught:
         as_agent.list_namespaced_pod(envtest_namespace)
     assert caught.value.status == 401
+
+
+async def test_an_agent_pods_verifier_learns_the_issuer_from_the_api_server(
+    control_plane: Any, envtest_namespace: str, tmp_path: Path
+) -> None:
+    """As in a pod: the CA and a token of the agent's own bare ServiceAccount (no bindings)
+    for the API server's audience in the token volume, the API server's address from the
+    kubelet's variables; the issuer is the one the API server names."""
+    core = k8s.CoreV1Api(control_plane.api_client())
+    (tmp_path / identity.CA_FILE).write_bytes(Path(control_plane.ca_path).read_bytes())
+    api_token = _token(core, envtest_namespace, "desk-researcher", None)
+    (tmp_path / identity.API_TOKEN_FILE).write_text(api_token)
+    host, _, port = control_plane.server_url.removeprefix("https://").rpartition(":")
+    env = {
+        identity.IDENTITY_ENV: identity.IDENTITY_KUBERNETES,
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+    }
+    verifier = cluster_verifier(env, tmp_path)
+    assert verifier is not None
+    caller = _token(core, envtest_namespace, "desk-concierge", [identity.AUDIENCE])
+    who = await verifier.verify(caller)
+    assert who.subject == identity.subject(envtest_namespace, "desk-concierge")
+    assert verifier.expected_issuer() == SERVICE_ACCOUNT_ISSUER
+    with pytest.raises(TokenRejected) as caught:
+        await verifier.verify(api_token)  # the API-audience token is no caller's identity
+    assert caught.value.reason == "wrong_audience"

@@ -5,6 +5,7 @@ caller and what is admitted, each counted."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,9 @@ from mas.infra import identity
 from mas.infra.documents import read_yaml_file
 from mas.infra.errors import ApplicationInvalid
 from mas.infra.wiring import wire
+from mas.runtime.errors import HostError
 from mas.runtime.identity.callers import CallerCheck
+from mas.runtime.identity.cluster import cluster_verifier
 from mas.runtime.identity.keys import OidcKeys
 from mas.runtime.identity.verification import TokenVerifier
 from mas.runtime.metrics import REGISTRY
@@ -26,6 +29,8 @@ pytestmark = pytest.mark.timeout(30)
 NS = "team-a"
 CONCIERGE = "system:serviceaccount:team-a:research-desk-concierge"
 STRANGER = "system:serviceaccount:team-a:stranger"
+RESEARCHER = "system:serviceaccount:team-a:research-desk-researcher"
+OWN = "its own ServiceAccount: its conformance probe"
 
 
 def example(**researcher_a2a: Any) -> dict[str, Any]:
@@ -64,11 +69,14 @@ def denied(agent: str, caller: str, reason: str) -> float:
 def test_the_researcher_admits_the_pod_of_its_delegator_and_says_why() -> None:
     researcher = admission_of(example(), "researcher")
     assert [(c.principal, c.source) for c in researcher.callers] == [
-        (CONCIERGE, "delegates_to of concierge")
+        (RESEARCHER, OWN),
+        (CONCIERGE, "delegates_to of concierge"),
     ]
     assert not researcher.anonymous
-    # nobody delegates to the concierge: only a2a.anonymous would open it
-    assert admission_of(example(), "concierge").callers == ()
+    # nobody delegates to the concierge: only its probe, and a2a.anonymous opens it
+    concierge = admission_of(example(), "concierge")
+    assert [c.principal for c in concierge.callers] == [CONCIERGE]
+    assert concierge.anonymous
 
 
 def test_a_private_worker_delegating_from_another_pod_admits_that_pod() -> None:
@@ -77,12 +85,14 @@ def test_a_private_worker_delegating_from_another_pod_admits_that_pod() -> None:
     summarizer["delegates_to"] = ["researcher"]  # hosted in the concierge's pod (and its own)
     researcher = admission_of(document, "researcher")
     assert [(c.principal, c.source) for c in researcher.callers] == [
-        (CONCIERGE, "delegates_to of concierge")  # the concierge's own edge is named first
+        (RESEARCHER, OWN),
+        (CONCIERGE, "delegates_to of concierge"),  # the concierge's own edge is named first
     ]
     document["spec"]["agency"]["agents"]["concierge"]["spec"]["delegates_to"] = ["summarizer"]
     researcher = admission_of(document, "researcher")
     assert [(c.principal, c.source) for c in researcher.callers] == [
-        (CONCIERGE, "delegates_to of summarizer, hosted in the pod of concierge")
+        (RESEARCHER, OWN),
+        (CONCIERGE, "delegates_to of summarizer, hosted in the pod of concierge"),
     ]
 
 
@@ -117,7 +127,8 @@ async def test_a_stranger_is_refused_403_naming_it_and_what_is_admitted() -> Non
     assert (decision.status, decision.reason, decision.caller) == (403, "not_admitted", STRANGER)
     assert decision.message == (
         f"caller {STRANGER} is not admitted by agent 'researcher', which admits: "
-        f"{CONCIERGE} (delegates_to of concierge). To admit it, name the agent it runs as in "
+        f"{RESEARCHER} ({OWN}); {CONCIERGE} (delegates_to of concierge). To admit it, name "
+        "the agent it runs as in "
         f"the delegates_to of a calling agent, or add {STRANGER} to a2a.allow of "
         "'researcher''s endpoint"
     )
@@ -158,7 +169,7 @@ async def test_no_token_is_401_missing_unless_anonymous_or_a_scheme_matched() ->
     closed = check_for(admission_of(example(), "researcher"), issuer)
     decision = await closed.check(None)
     assert (decision.status, decision.reason) == (401, "missing")
-    assert f"admits: {CONCIERGE} (delegates_to of concierge)" in decision.message
+    assert f"{CONCIERGE} (delegates_to of concierge)" in decision.message
     assert (await closed.check(None, scheme="bearer")).principal == "bearer"
     # a stranger holding a credential of a2a.auth is an external caller through it
     stranger = await closed.check(token(issuer, STRANGER), scheme="bearer")
@@ -182,3 +193,24 @@ async def test_keys_that_cannot_be_read_are_503_not_the_callers_fault() -> None:
     check = CallerCheck(admission_of(example(), "researcher"), verifier)
     decision = await check.check(token(issuer, CONCIERGE))
     assert (decision.status, decision.reason) == (503, "keys_unavailable")
+
+
+def test_the_cluster_verifier_is_off_unless_asked_and_names_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    assert cluster_verifier({}, tmp_path) is None
+    with pytest.raises(HostError) as unknown:
+        cluster_verifier({"MAS_A2A_IDENTITY": "spiffe"}, tmp_path)
+    assert str(unknown.value) == (
+        "MAS_A2A_IDENTITY='spiffe' is not a known identity mode; accepted: 'kubernetes' "
+        "(set by the operator), or unset"
+    )
+    on = {"MAS_A2A_IDENTITY": "kubernetes"}
+    with pytest.raises(HostError) as missing:
+        cluster_verifier(on, tmp_path)
+    assert f"{tmp_path / 'ca.crt'} is missing" in str(missing.value)
+    (tmp_path / "ca.crt").write_text("pem")
+    (tmp_path / "api-token").write_text("t")
+    with pytest.raises(HostError) as nowhere:
+        cluster_verifier(on, tmp_path)
+    assert "KUBERNETES_SERVICE_HOST=''" in str(nowhere.value)

@@ -24,6 +24,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mas.infra import identity
 from mas_operator.deployments import container_security_context, pod_security_context
 from mas_operator.names import (
     ANNOTATION_CONFIG_HASH,
@@ -38,6 +39,7 @@ from mas_operator.names import (
     dns_label,
 )
 from mas_operator.plan import AgentPlan, Plan
+from mas_operator.serviceaccounts import pod_service_account, token_volume
 
 TERMINATION_LOG = "/dev/termination-log"
 COMPONENT = "conformance"
@@ -96,6 +98,7 @@ def build_conformance_job(
     conformance = plan.app.spec.conformance
     runtime = plan.app.spec.runtime
     labels = conformance_labels(plan.name, agent.agent)
+    token, token_mount = token_volume()
     spec: dict[str, Any] = {
         "backoffLimit": 0,
         "activeDeadlineSeconds": conformance.deadline_seconds,
@@ -103,6 +106,8 @@ def build_conformance_job(
             "metadata": {"labels": labels},
             "spec": {
                 "restartPolicy": "Never",
+                # as the probed agent, which admits its own ServiceAccount (docs/security.md)
+                "serviceAccountName": pod_service_account(plan, agent),
                 "automountServiceAccountToken": False,
                 "enableServiceLinks": False,
                 "securityContext": pod_security_context(),
@@ -116,10 +121,11 @@ def build_conformance_job(
                         "terminationMessagePolicy": "File",
                         "resources": PROBE_RESOURCES,
                         "securityContext": container_security_context(),
-                        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                        "env": [{"name": identity.TOKEN_FILE_ENV, "value": identity.TOKEN_PATH}],
+                        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}, token_mount],
                     }
                 ],
-                "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+                "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}, token],
             },
         },
     }

@@ -14,7 +14,8 @@ Both the operator (which creates the ServiceAccount and mounts the token) and th
   key) on every A2A call and MCP tool call to a target this Application deploys
   (:func:`carries_identity`), beside the endpoint's own headers (which may hold an
   ``Authorization`` of their own); an endpoint it only uses (``usage: use``) never gets it;
-- an agent that checks identities admits (:func:`admission`): the pods that host one of its
+- an agent that checks identities admits (:func:`admission`): its own ServiceAccount (the
+  operator's conformance probe of it runs as it), the pods that host one of its
   declared delegators (an agent whose ``delegates_to`` names it, in its own pod or as a
   private worker in another's), the principals of its doors' ``a2a.allow``, callers through
   an ``a2a.auth`` scheme, and, only with ``a2a.anonymous: true``, anyone. Each admitted
@@ -33,6 +34,21 @@ AUDIENCE = "maslab.io/a2a"
 TOKEN_DIR = "/var/run/secrets/maslab.io/a2a"
 TOKEN_FILE = "token"
 TOKEN_PATH = f"{TOKEN_DIR}/{TOKEN_FILE}"
+# Beside the A2A token, the same volume holds what the agent needs to read its issuer's keys
+# through the API server: a token for the API server's own audience (the ServiceAccount has
+# no RBAC bindings, so it reads no more than any ServiceAccount may: the issuer's discovery
+# document and JWKS) and the cluster's CA (the kube-root-ca.crt ConfigMap).
+API_TOKEN_FILE = "api-token"
+API_TOKEN_PATH = f"{TOKEN_DIR}/{API_TOKEN_FILE}"
+CA_FILE = "ca.crt"
+CA_PATH = f"{TOKEN_DIR}/{CA_FILE}"
+# Set by the operator in every agent pod: the agent checks its callers against the cluster's
+# issuer (IDENTITY_KUBERNETES). Unset (a local run): no identity check, a2a.auth only.
+IDENTITY_ENV = "MAS_A2A_IDENTITY"
+# Where a process's own A2A token is read (default TOKEN_PATH); the conformance probe sends
+# one only when this names it.
+TOKEN_FILE_ENV = "MAS_A2A_TOKEN_FILE"
+IDENTITY_KUBERNETES = "kubernetes"
 # The kubelet refreshes a projected token once 80% of its life has passed; 600 s is the
 # shortest expiry the API server accepts.
 TOKEN_EXPIRY_SECONDS = 600
@@ -112,8 +128,11 @@ def admission(app: Application, routes: Routes, agent: str, namespace: str) -> A
     """The callers ``agent`` admits when it checks identities (module docstring)."""
     override = app.spec.runtime.service_account
     callers: dict[str, AdmittedCaller] = {}
+    if agent in routes.runtimes:  # its conformance probe runs as it (in-process calls need none)
+        own = subject(namespace, service_account_name(app.metadata.name, agent, override))
+        callers[own] = AdmittedCaller(own, "its own ServiceAccount: its conformance probe")
     for root, hosted in routes.runtimes.items():
-        if root == agent and override is None:
+        if root == agent:
             continue  # its own pod calls it in process
         for delegator in hosted:
             if agent not in app.spec.agency.agents[delegator].spec.delegates_to:

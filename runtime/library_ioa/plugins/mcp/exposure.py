@@ -37,11 +37,13 @@ from starlette.responses import JSONResponse, Response
 
 from library_ioa.plugins.mcp.agent_tools import add_agent_tools
 from library_ioa.serving.auth import Authenticator, HttpAuth, resolve_credentials
+from library_ioa.serving.callers import HttpCallers
 from library_ioa.serving.http_guard import HttpLimits
 from library_ioa.serving.listeners import HttpListener
 from library_ioa.serving.metrics import render
 from mas.infra.addresses import normalize_url, parse_advertised_url
 from mas.infra.models import AgentManifest, Endpoint
+from mas.runtime.identity.callers import CallerCheck
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,7 @@ class MCPExposure:
         metrics_registries: Sequence[CollectorRegistry] | None = None,
         drain_timeout: float = 10.0,
         grpc: bool = False,
+        caller_check: CallerCheck | None = None,
         **_a2a_only: Any,
     ) -> None:
         if endpoint.url is None:
@@ -86,7 +89,11 @@ class MCPExposure:
         app: Any = self.server.streamable_http_app(
             streamable_http_path=MCP_PATH, host=self.bind_host
         )
-        if authenticator is not None:  # outermost: nothing is read before authentication
+        if caller_check is not None:  # outermost; a2a.auth included (serving/callers.py)
+            app = HttpCallers(
+                app, caller_check, authenticator, rpc_path=MCP_PATH, public_paths=PROBE_PATHS
+            )
+        elif authenticator is not None:  # outermost: nothing is read before authentication
             app = HttpAuth(
                 app,
                 authenticator,

@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,7 @@ from mas.ctl.session.exposure import ExposureError, Listeners, bind_listeners
 from mas.ctl.session.host import RuntimeHost
 from mas.infra.addresses import parse_advertised_url
 from mas.infra.wiring import Wired
+from mas.runtime.identity.cluster import caller_check, cluster_verifier
 from mas.runtime.metrics import REGISTRY
 
 if TYPE_CHECKING:
@@ -208,6 +210,10 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
     door = wired.routes.listener(agent)
     bind_host = args.listen or parse_advertised_url((door.url if door else None) or "").host
     raise_open_file_limit()  # the listeners' connection caps need the descriptors
+    # In a pod the operator deployed, every door checks its callers' identities
+    # (mas.runtime.identity.cluster); a local run keeps a2a.auth alone.
+    verifier = cluster_verifier(os.environ)
+    check = caller_check(wired.app, wired.routes, agent, verifier) if verifier else None
     host = RuntimeHost.build(wired, [agent])
     metrics: HttpListener | None = None
     listeners: Listeners | None = None
@@ -222,6 +228,7 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
             grpc=True,
             metrics_registries=None if args.metrics_port is not None else registries,
             drain_timeout=args.drain_timeout,
+            caller_check=check,
             push_url_validator=(
                 validate_push_notification_url if args.public_push_urls_only else None
             ),

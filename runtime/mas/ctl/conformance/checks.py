@@ -48,6 +48,7 @@ from a2a.utils.errors import (
 )
 
 from mas.infra.conformance import CheckStatus, ConformanceCheck
+from mas.infra.identity import IDENTITY_HEADER
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ class InterfaceProbe:
     push_urls: tuple[str, ...]  # offered in turn until the server accepts one
     checks: list[ConformanceCheck] = field(default_factory=list)
     task: Task | None = None
+    identity: str | None = None  # the probe's own A2A token, sent on every call when set
 
     @property
     def binding(self) -> str:
@@ -123,7 +125,9 @@ class InterfaceProbe:
         return ClientFactory(config).create(card)
 
     def context(self, **params: str) -> ClientCallContext:
-        """A call context with our deadline (and any service parameters)."""
+        """A call context with our deadline, our identity and any service parameters."""
+        if self.identity:
+            params = {IDENTITY_HEADER: self.identity, **params}
         return ClientCallContext(timeout=self.timeout, service_parameters=params or None)
 
     async def call(self, make: Callable[[], Awaitable[T]]) -> T:

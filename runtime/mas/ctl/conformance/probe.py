@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from datetime import UTC, datetime
 
 import httpx
@@ -12,6 +13,8 @@ from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
 from mas.ctl.conformance.card import CardUnavailable, card_url, fetch_card
 from mas.ctl.conformance.checks import InterfaceProbe
 from mas.infra.conformance import PROBE_PUSH_URL, ConformanceCheck, ConformanceResult
+from mas.infra.identity import TOKEN_FILE_ENV
+from mas.runtime.identity.token_file import TokenFile
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +42,9 @@ async def probe(
     everything else, an unreachable card included, is a failed check in the result.
     """
     card_url(url)  # usage errors first, before any network
+    # The operator's probe Job runs as the probed agent and names its token (docs/security.md).
+    token_file = os.environ.get(TOKEN_FILE_ENV)
+    identity = TokenFile(token_file).current() if token_file else None
     push_urls = (push_url, PUBLIC_PUSH_URL) if push_url == DEFAULT_PUSH_URL else (push_url,)
     checked_at = datetime.now(UTC)
     checks: list[ConformanceCheck] = []
@@ -82,6 +88,8 @@ async def probe(
             for i in older
         )  # fmt: skip
         for interface in usable:
-            one = InterfaceProbe(card, interface, http, timeout=timeout, push_urls=push_urls)
+            one = InterfaceProbe(
+                card, interface, http, timeout=timeout, push_urls=push_urls, identity=identity
+            )
             checks.extend(await one.run())
     return ConformanceResult(url=url, checked_at=checked_at, checks=checks)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mas.ctl.session.mailbox import SessionTurnMailbox
-from mas.infra.identity import TOKEN_PATH, carries_identity
+from mas.infra.identity import TOKEN_FILE_ENV, TOKEN_PATH, carries_identity
 from mas.infra.model_choice import ModelChoice, model_choice
 from mas.infra.models import AgentManifest, HeaderValue
 from mas.infra.routes import Route, ToolRoute
@@ -53,8 +53,6 @@ from mas.runtime.toolbox import Toolbox
 from mas.runtime.turns import TurnRunner
 
 logger = logging.getLogger(__name__)
-
-TOKEN_FILE_ENV = "MAS_A2A_TOKEN_FILE"
 
 
 @dataclass

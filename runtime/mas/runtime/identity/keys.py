@@ -75,6 +75,7 @@ class KeySource(abc.ABC):
         max_age: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.issuer: str | None = None  # the issuer whose keys these are, once known
         self._keys: dict[str, jwt.PyJWK] = {}
         self._fetched_at: float | None = None
         self._refresh_interval = refresh_interval
@@ -134,11 +135,16 @@ def _signing_keys(jwks: Mapping[str, Any]) -> dict[str, jwt.PyJWK]:
 
 
 class OidcKeys(KeySource):
-    """The keys an OIDC issuer publishes (its discovery document names the JWKS)."""
+    """The keys an OIDC issuer publishes (its discovery document names the JWKS).
+
+    ``issuer`` None trusts the issuer the discovery document names: only for a document
+    read from an authority the fetch already authenticates (the API server, over TLS with
+    the cluster's CA).
+    """
 
     def __init__(
         self,
-        issuer: str,
+        issuer: str | None,
         *,
         fetch: Fetch | None = None,
         discovery_url: str | None = None,
@@ -150,12 +156,17 @@ class OidcKeys(KeySource):
         super().__init__(refresh_interval=refresh_interval, max_age=max_age, clock=clock)
         self.issuer = issuer
         self._fetch = fetch or https_fetch()
-        self._discovery_url = discovery_url or issuer.rstrip("/") + DISCOVERY_PATH
+        if discovery_url is None and issuer is None:
+            raise ValueError("OidcKeys needs an issuer or a discovery_url")
+        self._discovery_url = discovery_url or str(issuer).rstrip("/") + DISCOVERY_PATH
         self._jwks_url = jwks_url
 
     async def load(self) -> Mapping[str, Any]:
         discovery = await self._fetch(self._discovery_url)
-        if discovery.get("issuer") != self.issuer:
+        named = discovery.get("issuer")
+        if self.issuer is None and isinstance(named, str) and named:
+            self.issuer = named
+        if named != self.issuer:
             raise KeysUnavailable(
                 f"{self._discovery_url} names issuer {discovery.get('issuer')!r}, "
                 f"not the expected {self.issuer!r}"

@@ -34,7 +34,7 @@ from typing import Any
 import jwt
 
 from mas.infra.identity import parse_subject
-from mas.runtime.errors import TokenRejected
+from mas.runtime.errors import KeysUnavailable, TokenRejected
 from mas.runtime.identity.keys import ALGORITHMS, KeySource
 
 DEFAULT_SKEW_SECONDS = 30.0
@@ -63,7 +63,7 @@ class TokenVerifier:
 
     def __init__(
         self,
-        issuer: str,
+        issuer: str | None,
         audience: str,
         keys: KeySource,
         *,
@@ -77,6 +77,14 @@ class TokenVerifier:
         self._cache_size = cache_size
         self._clock = clock
         self._verified: OrderedDict[bytes, Identity] = OrderedDict()
+
+    def expected_issuer(self) -> str:
+        """The issuer tokens must name: the one given, else the one the key source learnt
+        (its keys are fetched before any claim is checked)."""
+        issuer = self.issuer or self._keys.issuer
+        if not issuer:  # never check claims without an issuer: PyJWT would skip it
+            raise KeysUnavailable("the issuer's discovery document has not been read yet")
+        return issuer
 
     async def verify(self, token: str) -> Identity:
         """The identity ``token`` names, or :class:`TokenRejected` saying why not."""
@@ -117,7 +125,7 @@ class TokenVerifier:
                 key,
                 algorithms=[alg],
                 audience=self.audience,
-                issuer=self.issuer,
+                issuer=self.expected_issuer(),
                 # the times are checked below against this verifier's clock
                 options={
                     "require": ["exp", "iss", "aud", "sub"],
@@ -164,7 +172,9 @@ def _rejection(exc: jwt.PyJWTError, verifier: TokenVerifier) -> TokenRejected:
             "wrong_audience", f"the token is not for audience {verifier.audience!r}"
         )
     if isinstance(exc, jwt.InvalidIssuerError):
-        return TokenRejected("wrong_issuer", f"the token is not from issuer {verifier.issuer!r}")
+        return TokenRejected(
+            "wrong_issuer", f"the token is not from issuer {verifier.expected_issuer()!r}"
+        )
     if isinstance(exc, jwt.InvalidSignatureError):
         return TokenRejected("bad_signature", "the token's signature does not verify")
     if isinstance(exc, jwt.MissingRequiredClaimError):

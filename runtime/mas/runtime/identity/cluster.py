@@ -1,0 +1,77 @@
+"""The caller check of an agent in a pod: the cluster's issuer, read through the API server.
+
+:func:`cluster_verifier` is on only when the operator asked for it (``MAS_A2A_IDENTITY`` is
+``kubernetes``, :data:`mas.infra.identity.IDENTITY_ENV`); otherwise (a local run) it is
+``None`` and the agent keeps today's behaviour: ``a2a.auth`` alone. On, it reads the issuer's
+OIDC discovery document and JWKS from the API server (``KUBERNETES_SERVICE_HOST`` and
+``_PORT``, which the kubelet always sets) over TLS with the cluster's CA, authenticated by
+the pod's API-audience token, both from the A2A token volume
+(:data:`~mas.infra.identity.CA_PATH`, :data:`~mas.infra.identity.API_TOKEN_PATH`); the
+issuer is the one the API server names. A setting that cannot work is a
+:class:`~mas.runtime.errors.HostError` naming the variable or file and what is expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from mas.infra import identity
+from mas.infra.models import Application
+from mas.infra.routes import Routes
+from mas.runtime.errors import HostError
+from mas.runtime.identity.callers import CallerCheck
+from mas.runtime.identity.keys import DISCOVERY_PATH, OidcKeys, https_fetch
+from mas.runtime.identity.verification import TokenVerifier
+
+JWKS_PATH = "/openid/v1/jwks"
+
+
+def api_server_url(env: Mapping[str, str]) -> str:
+    """The API server's base URL as a pod reaches it."""
+    host, port = env.get("KUBERNETES_SERVICE_HOST", ""), env.get("KUBERNETES_SERVICE_PORT", "")
+    if not host or not port.isdigit():
+        raise HostError(
+            f"{identity.IDENTITY_ENV}={identity.IDENTITY_KUBERNETES} needs the API server's "
+            f"address: KUBERNETES_SERVICE_HOST={host!r} and KUBERNETES_SERVICE_PORT={port!r} "
+            "(set by the kubelet in every pod)"
+        )
+    return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+
+
+def cluster_verifier(
+    env: Mapping[str, str], token_dir: str | Path = identity.TOKEN_DIR
+) -> TokenVerifier | None:
+    """The verifier of the cluster's agent tokens, or None when identities are not checked."""
+    mode = env.get(identity.IDENTITY_ENV, "")
+    if not mode:
+        return None
+    if mode != identity.IDENTITY_KUBERNETES:
+        raise HostError(
+            f"{identity.IDENTITY_ENV}={mode!r} is not a known identity mode; accepted: "
+            f"{identity.IDENTITY_KUBERNETES!r} (set by the operator), or unset"
+        )
+    folder = Path(token_dir)
+    ca, token = folder / identity.CA_FILE, folder / identity.API_TOKEN_FILE
+    for path in (ca, token):
+        if not path.is_file():
+            raise HostError(
+                f"{identity.IDENTITY_ENV}={mode}: {path} is missing (the operator projects it "
+                "into the agent's A2A token volume)"
+            )
+    base = api_server_url(env)
+    keys = OidcKeys(
+        None,
+        fetch=https_fetch(ca_file=ca, token_file=token),
+        discovery_url=base + DISCOVERY_PATH,
+        jwks_url=base + JWKS_PATH,
+    )
+    return TokenVerifier(None, identity.AUDIENCE, keys)
+
+
+def caller_check(
+    app: Application, routes: Routes, agent: str, verifier: TokenVerifier
+) -> CallerCheck:
+    """The caller check of ``agent`` in the Application's namespace."""
+    namespace = app.metadata.namespace or "default"
+    return CallerCheck(identity.admission(app, routes, agent, namespace), verifier)
