@@ -28,9 +28,9 @@ from library_ioa.serving.asgi import ASGIApp, Receive, Scope, Send
 from library_ioa.serving.auth import (
     CREDENTIAL_HEADERS,
     PUBLIC_PATHS,
+    REDACTED,
     UNAUTHENTICATED_RPC_CODE,
     Authenticator,
-    redact_credentials,
 )
 from library_ioa.serving.json_answers import send_json
 from library_ioa.serving.principals import Principal
@@ -99,20 +99,23 @@ class HttpCallers:
             return
         token: str | None = None
         presented: dict[str, bytes] = {}
+        redacted: list[tuple[bytes, bytes]] = []  # one pass: read, then redact (the SDK logs)
+        wanted, redact = self._wanted, self.redact
         for key, value in scope.get("headers", ()):
             name = bytes(key).lower()
-            if name == IDENTITY_KEY:
-                token = bytes(value).decode("latin-1").strip()
-            elif name in self._wanted:
-                presented[self._wanted[name]] = bytes(value)
+            if name in redact:
+                if name == IDENTITY_KEY:
+                    token = bytes(value).decode("latin-1").strip()
+                elif name in wanted:
+                    presented[wanted[name]] = bytes(value)
+                redacted.append((key, REDACTED))
+            else:
+                redacted.append((key, value))
         scheme = self.authenticator.principal(presented) if self.authenticator else None
         decision = await self.check.check(token, scheme)
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
         if decision.admitted:
-            scope = {
-                **redact_credentials(scope, self.redact),
-                "user": Principal(decision.principal),
-            }
+            scope = {**scope, "headers": redacted, "user": Principal(decision.principal)}
             await self.app(scope, receive, send)
             return
         rpc = self.rpc_path is not None and scope.get("path", "") == self.rpc_path

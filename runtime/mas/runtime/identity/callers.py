@@ -37,6 +37,7 @@ from mas.runtime.metrics import REGISTRY
 logger = logging.getLogger(__name__)
 
 UNKNOWN_CALLER = "unknown"
+MAX_REMEMBERED = 1024
 
 AUTH_DENIED = Counter(
     "maslab_a2a_auth_denied",
@@ -70,6 +71,9 @@ class CallerCheck:
         self.admission = admission
         self.verifier = verifier
         self.agent = admission.agent
+        # subject -> its admission (the rules never change while the agent runs); bounded by
+        # the callers that pass verification
+        self._admitted: dict[str, Decision] = {}
 
     async def check(self, token: str | None, scheme: str | None = None) -> Decision:
         """The decision for a request presenting ``token`` (or none) and the ``a2a.auth``
@@ -81,7 +85,15 @@ class CallerCheck:
                 return self._refuse(401, UNKNOWN_CALLER, exc.reason, f"{IDENTITY_HEADER}: {exc}")
             except KeysUnavailable as exc:
                 return self._refuse(503, UNKNOWN_CALLER, "keys_unavailable", str(exc))
+            known = self._admitted.get(who.subject)
+            if known is not None:
+                return known
             if self.admission.admitted(who.subject) is not None:
+                if len(self._admitted) < MAX_REMEMBERED:
+                    known = self._admitted[who.subject] = Decision(
+                        200, principal=who.subject, caller=who.subject
+                    )
+                    return known
                 return Decision(200, principal=who.subject, caller=who.subject)
             if scheme is not None:
                 return Decision(200, principal=scheme, caller=who.subject)
