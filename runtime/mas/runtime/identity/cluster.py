@@ -40,9 +40,15 @@ def api_server_url(env: Mapping[str, str]) -> str:
 
 
 def cluster_verifier(
-    env: Mapping[str, str], token_dir: str | Path = identity.TOKEN_DIR
+    env: Mapping[str, str], token_dir: str | Path | None = None
 ) -> TokenVerifier | None:
-    """The verifier of the cluster's agent tokens, or None when identities are not checked."""
+    """The verifier of the cluster's agent tokens, or None when identities are not checked.
+
+    ``token_dir`` defaults to the folder of ``$MAS_A2A_TOKEN_FILE`` when set (the token
+    volume moved), else :data:`~mas.infra.identity.TOKEN_DIR`."""
+    if token_dir is None:
+        moved = env.get(identity.TOKEN_FILE_ENV)
+        token_dir = Path(moved).parent if moved else identity.TOKEN_DIR
     mode = env.get(identity.IDENTITY_ENV, "")
     if not mode:
         return None
