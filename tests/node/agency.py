@@ -179,6 +179,13 @@ def desk(node_cluster: NodeCluster, operator_release: str) -> Desk:
     core = k8s.CoreV1Api(node_cluster.api_client())
     core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=NS)))
     doc = example_in_cluster(NS)
+    # The chart's helm test probes every agent as an outside caller: the researcher, which
+    # admits only its delegator, admits the test's ServiceAccount too (docs/security.md,
+    # Migration).
+    researcher = doc["spec"]["endpoints"]["researcher"].setdefault("a2a", {})
+    researcher["allow"] = [
+        f"system:serviceaccount:{OPERATOR_NS}:{RELEASE}-mas-operator-conformance"
+    ]
     node_cluster.control_plane.apply_yaml(doc, field_manager="kubectl")
     desk = Desk(node_cluster, doc["metadata"]["name"], doc)
     desk.wait_condition("Ready", timeout=600)
