@@ -110,7 +110,9 @@ async def test_the_declared_delegator_is_admitted_and_a_stranger_refused(
             await stranger.aclose()
             if front is not None:
                 await front.aclose()
-    assert ("PERMISSION_DENIED" if binding == "GRPC" else "403") in str(refused.value)
+    # the delegating turn learns who refused it, why, and what the peer admits
+    status = "gRPC PERMISSION_DENIED" if binding == "GRPC" else "HTTP 403"
+    assert f"refused this caller ({status}: caller {STRANGER} is not admitted" in str(refused.value)
     assert delegator.protocol_binding == binding
     assert reply.status == "completed"
     # the session belongs to the caller: another principal naming "s1" gets its own

@@ -129,6 +129,24 @@ def _reason(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def _refusal(exc: BaseException) -> str | None:
+    """``exc`` as a peer's refusal of the caller (HTTP 401/403, gRPC UNAUTHENTICATED or
+    PERMISSION_DENIED) with the peer's own message (which says what it admits), else None."""
+    if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code in (401, 403):
+        message = ""
+        with contextlib.suppress(Exception):  # a body that is not our JSON: the status only
+            error = exc.response.json().get("error") or {}
+            message = str(error.get("message") or "")
+        text = f"HTTP {exc.response.status_code}: {message}".rstrip(": ")
+    elif _grpc_code(exc) in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+        code = _grpc_code(exc)
+        assert isinstance(exc, grpc.aio.AioRpcError) and code is not None
+        text = f"gRPC {code.name}: {exc.details() or ''}".rstrip(": ")
+    else:
+        return None
+    return _reason(Exception(text))
+
+
 def _causes(exc: BaseException) -> list[BaseException]:
     chain = [exc]
     while chain[-1].__cause__ is not None and len(chain) < 20:
@@ -365,6 +383,9 @@ class A2AAgentComm(AgentCommContract):
             return PeerUnavailable(f"peer {self.url} is unavailable: gRPC UNAVAILABLE")
         if any(isinstance(e, httpx.TimeoutException) for e in chain):
             return PeerTimeout(f"peer {self.url} did not answer within {self.timeout:g}s")
+        refusal = next((r for r in map(_refusal, chain) if r is not None), None)
+        if refusal is not None:
+            return PeerProtocolError(f"peer {self.url} refused this caller ({refusal})")
         if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
             return PeerProtocolError(
                 f"peer {self.url} answered with an A2A error ({type(exc).__name__}): {exc}"
