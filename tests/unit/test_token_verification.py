@@ -184,3 +184,15 @@ async def test_an_unreachable_issuer_is_not_the_callers_fault(clock: Clock) -> N
     check = TokenVerifier(ISSUER, AUDIENCE, OidcKeys(ISSUER, fetch=fetch), clock=clock)
     with pytest.raises(KeysUnavailable, match="connection refused"):
         await check.verify(Issuer().token())
+
+
+async def test_an_issuer_learnt_from_the_discovery_document_is_then_enforced(
+    issuer: Issuer, clock: Clock
+) -> None:
+    keys = OidcKeys(None, fetch=issuer.fetch, discovery_url=DISCOVERY, clock=clock)
+    check = TokenVerifier(None, AUDIENCE, keys, skew=30, clock=clock)
+    with pytest.raises(KeysUnavailable):
+        check.expected_issuer()  # never a claim check without an issuer
+    assert (await check.verify(issuer.token())).issuer == ISSUER
+    assert check.expected_issuer() == ISSUER
+    assert await reason(check, issuer.token(iss="https://elsewhere.example")) == "wrong_issuer"
