@@ -129,6 +129,35 @@ def serve_issuer(app: Starlette, port: int, cert: Path, key: Path) -> uvicorn.Se
     return server
 
 
+def identity_mode(
+    folder: Path, account: str = "bench:caller"
+) -> tuple[str, dict[str, str], uvicorn.Server]:
+    """A running issuer, a token it signed for ``system:serviceaccount:<account>`` (also in
+    the token volume under ``folder``), and the environment of a process in identity mode."""
+    signing = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    now = int(time.time())
+    token = jwt.encode(
+        {"iss": ISSUER, "aud": [AUDIENCE], "sub": f"system:serviceaccount:{account}",
+         "iat": now, "nbf": now, "exp": now + 3600},
+        signing, algorithm="RS256", headers={"kid": "bench-1"},
+    )  # fmt: skip
+    volume = folder / "a2a"
+    volume.mkdir()
+    cert, key = self_signed(folder)
+    (volume / "ca.crt").write_bytes(cert.read_bytes())
+    (volume / "api-token").write_text("bench")
+    (volume / "token").write_text(token)
+    port = free_port()
+    server = serve_issuer(issuer_app(signing), port, cert, key)
+    env = {
+        "MAS_A2A_IDENTITY": "kubernetes",
+        "MAS_A2A_TOKEN_FILE": str(volume / "token"),
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": str(port),
+    }
+    return token, env, server
+
+
 async def run_wrk(wrk: str, script: Path, url: str, duration: float, token: str) -> Run:
     process = await asyncio.create_subprocess_exec(
         wrk, "-t2", f"-c{CONNECTIONS}", f"-d{duration:g}s", "--timeout", "10s", "--latency",
@@ -142,23 +171,9 @@ async def run_wrk(wrk: str, script: Path, url: str, duration: float, token: str)
 
 async def main(args: argparse.Namespace) -> int:
     wrk = ensure_wrk()
-    signing = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    now = int(time.time())
-    token = jwt.encode(
-        {"iss": ISSUER, "aud": [AUDIENCE], "sub": CALLER, "iat": now, "nbf": now,
-         "exp": now + 3600},
-        signing, algorithm="RS256", headers={"kid": "bench-1"},
-    )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        volume = folder / "a2a"
-        volume.mkdir()
-        cert, key = self_signed(folder)
-        (volume / "ca.crt").write_bytes(cert.read_bytes())
-        (volume / "api-token").write_text("bench")
-        (volume / "token").write_text(token)
-        issuer_port = free_port()
-        issuer = serve_issuer(issuer_app(signing), issuer_port, cert, key)
+        token, identity_env, issuer = identity_mode(folder)
         script = folder / "send.lua"
         script.write_text(LUA)
         base_env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -172,12 +187,7 @@ async def main(args: argparse.Namespace) -> int:
             path.write_text(yaml.safe_dump(document))
             env = {**base_env, "MAS_CONTROL_DIR": str(folder / f"control-{name}")}
             if name == "on":
-                env.update(
-                    MAS_A2A_IDENTITY="kubernetes",
-                    MAS_A2A_TOKEN_FILE=str(volume / "token"),
-                    KUBERNETES_SERVICE_HOST="127.0.0.1",
-                    KUBERNETES_SERVICE_PORT=str(issuer_port),
-                )
+                env.update(identity_env)
             argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(path)]
             argv += ["--agent", "echo", "--no-control"]
             servers[name] = await start(name, argv, env, "serving echo", http_port=port)

@@ -26,6 +26,13 @@ another checkout's ``runtime/`` (first on ``PYTHONPATH``), delegating to the sam
 so a change of the entry is measured against the old one in the same run (the rounds
 alternate the three targets); it prints the added latency and the CPU per hop of both
 entries, and their ratios.
+
+``--identity`` runs both processes as in a cluster, checking their callers
+(``MAS_A2A_IDENTITY=kubernetes`` against the small HTTPS issuer of ``caller_check.py``): the
+entry sends its token (the volume's, ``hop-entry``'s) on the hop and the remote admits it as
+its delegator; wrk sends the same token, which the remote (its delegator's) and the entry
+(its own ServiceAccount's) both admit. Run it once with and once without to read the cost
+the check adds to a hop.
 """
 
 from __future__ import annotations
@@ -42,7 +49,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from caller_check import identity_mode
 from hot_path import LUA, Run, Server, ensure_wrk, free_port, run_wrk, start, stop
+
+VERSION_HEADER = 'wrk.headers["A2A-Version"] = "1.0"'
+
+
+def header(token: str) -> str:
+    return f'  wrk.headers["maslab-identity"] = "{token}"'
+
 
 HERE = Path(__file__).resolve().parent
 
@@ -119,8 +134,14 @@ async def main(args: argparse.Namespace) -> int:
     errors = 0
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "send.lua"
-        script.write_text(LUA)
         env = {**os.environ, "MAS_CONTROL_DIR": str(Path(tmp) / "control"), "PYTHONUNBUFFERED": "1"}
+        issuer = None
+        if args.identity:  # both processes check their callers (module docstring)
+            token, identity_env, issuer = identity_mode(Path(tmp), "default:hop-entry")
+            env.update(identity_env)
+            script.write_text(LUA.replace(VERSION_HEADER, f"{VERSION_HEADER}\n{header(token)}"))
+        else:
+            script.write_text(LUA)
         ports = {"remote": free_port(), "entry": free_port()}  # the remote starts first
         grpc_port = None if args.http_only else free_port()
         apps = {"entry": Path(tmp) / "hop.yaml"}
@@ -178,6 +199,8 @@ async def main(args: argparse.Namespace) -> int:
         finally:
             for server in servers.values():
                 await stop(server)
+            if issuer is not None:
+                issuer.should_exit = True
     return 1 if errors else 0
 
 
@@ -236,6 +259,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="CHECKOUT",
         help="also serve 'before': the entry with CHECKOUT/runtime first on PYTHONPATH",
+    )
+    parser.add_argument(
+        "--identity",
+        action="store_true",
+        help="both processes check their callers; the entry sends its token on the hop",
     )
     parser.add_argument(
         "--connections",
