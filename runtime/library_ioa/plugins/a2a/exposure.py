@@ -99,12 +99,12 @@ from library_ioa.serving.metrics import metrics_route
 from mas.infra.addresses import parse_advertised_url
 from mas.infra.models import AgentManifest, Endpoint
 from mas.runtime.agent import Agent
-from mas.runtime.identity.callers import CallerCheck
 from mas.telemetry import tracing
 from mas.telemetry.httpclient import TracingTransport
 
 if TYPE_CHECKING:
     from library_ioa.serving.grpc_listener import GrpcListener
+    from mas.runtime.identity.callers import CallerCheck
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ included) or auth (with ``a2a.auth``), the A2A version check, the decode check.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
 from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
@@ -31,8 +31,10 @@ from library_ioa.serving.grpc_guard import GrpcLimits
 from library_ioa.serving.grpc_listener import GrpcListener
 from mas.infra.addresses import parse_grpc_address
 from mas.infra.models import Endpoint
-from mas.runtime.identity.callers import CallerCheck
 from mas.telemetry import tracing
+
+if TYPE_CHECKING:
+    from mas.runtime.identity.callers import CallerCheck
 
 
 def build_grpc_listener(

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
@@ -43,12 +43,14 @@ from library_ioa.serving.listeners import HttpListener
 from library_ioa.serving.metrics import render
 from mas.infra.addresses import normalize_url, parse_advertised_url
 from mas.infra.models import AgentManifest, Endpoint
-from mas.runtime.identity.callers import CallerCheck
 
 logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+if TYPE_CHECKING:
+    from mas.runtime.identity.callers import CallerCheck
 
 
 class MCPExposure:

@@ -26,13 +26,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from prometheus_client import Counter
 
 from mas.infra.identity import IDENTITY_HEADER, Admission
 from mas.runtime.errors import KeysUnavailable, TokenRejected
-from mas.runtime.identity.verification import TokenVerifier
 from mas.runtime.metrics import REGISTRY
+
+if TYPE_CHECKING:
+    from mas.runtime.identity.verification import TokenVerifier
 
 logger = logging.getLogger(__name__)
 

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mas.infra import identity
 from mas.infra.models import Application
 from mas.infra.routes import Routes
 from mas.runtime.errors import HostError
 from mas.runtime.identity.callers import CallerCheck
-from mas.runtime.identity.keys import DISCOVERY_PATH, OidcKeys, https_fetch
-from mas.runtime.identity.verification import TokenVerifier
+
+if TYPE_CHECKING:  # PyJWT and httpx load only in a process that checks identities
+    from mas.runtime.identity.verification import TokenVerifier
 
 JWKS_PATH = "/openid/v1/jwks"
 
@@ -66,6 +68,9 @@ def cluster_verifier(
                 "into the agent's A2A token volume)"
             )
     base = api_server_url(env)
+    from mas.runtime.identity.keys import DISCOVERY_PATH, OidcKeys, https_fetch
+    from mas.runtime.identity.verification import TokenVerifier
+
     keys = OidcKeys(
         None,
         fetch=https_fetch(ca_file=ca, token_file=token),
