@@ -480,6 +480,7 @@ def test_render_output_is_what_the_operator_applied(start_operator: Any, api: Ap
         path = {
             "ConfigMap": f"/api/v1/namespaces/{api.ns}/configmaps",
             "Service": f"/api/v1/namespaces/{api.ns}/services",
+            "ServiceAccount": f"/api/v1/namespaces/{api.ns}/serviceaccounts",
             "Deployment": f"/apis/apps/v1/namespaces/{api.ns}/deployments",
             "NetworkPolicy": f"/apis/networking.k8s.io/v1/namespaces/{api.ns}/networkpolicies",
         }[doc["kind"]] + f"/{meta['name']}"
