@@ -10,6 +10,7 @@ port-forward runs on the node tier (tests/node/test_node_cluster_target.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from mas.ctl.cluster_targets import ClusterAccessError, ClusterTargetError
 from mas_operator.conditions import AgentObserved
 from mas_operator.deployments import build_deployment
 from mas_operator.plan import plan_application
+from mas_operator.serviceaccounts import build_service_account
 
 pytestmark = pytest.mark.envtest
 
@@ -77,6 +79,10 @@ class Desk:
         """A pod of ``agent`` from the operator's Deployment template, with ``status``."""
         [plan] = [a for a in self.plan.agents if a.agent == agent]
         template = build_deployment(self.plan, plan, "hash")["spec"]["template"]
+        account = build_service_account(self.plan, plan)  # as the operator applies it first
+        if account is not None:
+            with contextlib.suppress(k8s.ApiException):  # 409: another pod of the agent's
+                self.core.create_namespaced_service_account(self.ns, account)
         name = f"{plan.name}-0"
         body = {"apiVersion": "v1", "kind": "Pod", **template}
         body["metadata"] = {**template["metadata"], "name": name}
