@@ -32,9 +32,9 @@ from operator_support import (
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
 
 # the watches the re-list tests cut: every child kind the Application has
-CUT = r"/namespaces/[^/]+/(services|configmaps|deployments|networkpolicies)$"
-KINDS = ("ConfigMap", "Service", "Deployment", "NetworkPolicy")
-PLURALS = ("services", "configmaps", "deployments", "networkpolicies")
+CUT = r"/namespaces/[^/]+/(services|configmaps|serviceaccounts|deployments|networkpolicies)$"
+KINDS = ("ConfigMap", "Service", "ServiceAccount", "Deployment", "NetworkPolicy")
+PLURALS = ("services", "configmaps", "serviceaccounts", "deployments", "networkpolicies")
 
 
 @pytest.fixture
