@@ -183,6 +183,17 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
         read_yaml_file(path)
 
 
+def test_a_key_that_is_not_plain_text_is_quoted_in_the_path() -> None:
+    # found by test_validate_command_never_crashes: a newline in a key split the problem's
+    # one line in two
+    text = yaml.safe_dump({"apiVersion": {"\n": INT64_MAX + 1, "a.b": [1, INT64_MAX + 1]}})
+    with pytest.raises(ApplicationInvalid) as refused:
+        load_yaml(text, "app.yaml")
+    paths = sorted(p.path for p in refused.value.problems)
+    assert paths[0] in ("apiVersion['\\n']", "apiVersion['a.b'][1]")
+    assert all("\n" not in str(p) for p in refused.value.problems)
+
+
 def test_parse_yaml_text_is_guarded_too() -> None:
     with pytest.raises(DocumentError, match="expanded, the limit of a document"):
         parse_yaml_text(alias_bomb(), "stdin")

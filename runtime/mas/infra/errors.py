@@ -16,8 +16,25 @@ The tree::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """A dotted field path; a key that is not plain text is shown quoted, as ``[...]`` (so a
+    key holding a newline or a dot cannot break the one line a problem is)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _PLAIN_KEY.match(part) and part != "[key]":
+            out += f"[{part!r}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
 
 
 @dataclass(frozen=True, order=True)

@@ -46,7 +46,7 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
-from mas.infra.errors import ApplicationInvalid, DocumentError, Problem
+from mas.infra.errors import ApplicationInvalid, DocumentError, Problem, field_path
 
 __all__ = ["DEFAULT_LIMITS", "INT64_MAX", "DocumentLimits", "load_yaml", "read_document_text"]
 
@@ -238,22 +238,22 @@ def _path_to(root: Node, target: Node) -> str:
     """The field path (``spec.endpoints.a.timeout``) of ``target`` under ``root``; a mapping
     key's path is its mapping's. Only called for a refusal, so it may walk the document."""
     seen: set[int] = set()
-    stack: list[tuple[Node, str]] = [(root, "")]
+    stack: list[tuple[Node, tuple[int | str, ...]]] = [(root, ())]
     while stack:
-        node, path = stack.pop()
+        node, loc = stack.pop()
         if node is target:
-            return path
+            return field_path(loc)
         if id(node) in seen:
             continue
         seen.add(id(node))
         if isinstance(node, SequenceNode):
-            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
+            stack.extend((item, (*loc, i)) for i, item in enumerate(node.value))
         elif isinstance(node, MappingNode):
             for key, value in node.value:
                 if key is target:
-                    return path
+                    return field_path(loc)
                 name = str(key.value) if isinstance(key, ScalarNode) else "?"
-                stack.append((value, f"{path}.{name}" if path else name))
+                stack.append((value, (*loc, name)))
     return ""
 
 

@@ -8,7 +8,6 @@ need more than one field. Plugin names are checked against the names the caller 
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from mas.infra.addresses import (
     parse_grpc_address,
     parse_tool_server_url,
 )
-from mas.infra.errors import ApplicationInvalid, Problem
+from mas.infra.errors import ApplicationInvalid, Problem, field_path
 from mas.infra.model_choice import model_problems
 from mas.infra.models import (
     ACCEPTED_API_VERSIONS,
@@ -48,20 +47,9 @@ class KnownPlugins:
     tool_source: Collection[str] = field(default_factory=lambda: ("mcp",))
 
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
 def _path(loc: tuple[int | str, ...]) -> str:
-    """A dotted field path; a key that is not plain text is shown quoted, as ``[...]``."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif not _PLAIN_KEY.match(part) and part != "[key]":
-            out += f"[{part!r}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
+    """A dotted field path (:func:`~mas.infra.errors.field_path`)."""
+    return field_path(loc)
 
 
 def _shown(value: Any) -> str:
