@@ -9,28 +9,15 @@ every request.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import deque
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-
-
-@dataclass
-class Recorded:
-    """One request as the server saw it."""
-
-    headers: dict[str, str]
-    body: dict[str, Any]
-    path: str = ""
-    query: str = ""
+from tests.runtime.fake_provider_server import FakeProviderServer, Recorded, record, sse_response
 
 
 @dataclass
@@ -100,14 +87,14 @@ def tool_call_chunks(call_id: str, name: str, arguments: str) -> list[dict[str, 
     ]
 
 
-class FakeChatServer:
+class FakeChatServer(FakeProviderServer):
     """Serve planned replies; ``base_url`` is ``http://127.0.0.1:<port>/v1``."""
 
     def __init__(self) -> None:
         self.plans: deque[Plan] = deque()
         self.requests: list[Recorded] = []
-        app = Starlette(
-            routes=[
+        super().__init__(
+            [
                 Route("/v1/chat/completions", self._complete, methods=["POST"]),
                 # Azure OpenAI's form: the deployment in the path, api-version in the query
                 Route(
@@ -117,39 +104,15 @@ class FakeChatServer:
                 ),
             ]
         )
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="none"
-        )
-        self._server = uvicorn.Server(config)
-        self._task: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> FakeChatServer:
-        self._task = asyncio.create_task(self._server.serve())
-        async with asyncio.timeout(10):
-            while not self._server.started:
-                await asyncio.sleep(0.01)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        if self._task is not None:
-            await self._task
 
     @property
     def base_url(self) -> str:
         return f"{self.root_url}/v1"
 
-    @property
-    def root_url(self) -> str:
-        """The server's root (an Azure resource's endpoint has no ``/v1``)."""
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
-
     async def _complete(self, request: Request) -> Response:
-        body = await request.json()
-        self.requests.append(
-            Recorded(dict(request.headers), body, request.url.path, request.url.query)
-        )
+        recorded = await record(request)
+        self.requests.append(recorded)
+        body = recorded.body
         if not self.plans:
             return JSONResponse({"error": {"message": "no reply planned"}}, status_code=500)
         plan = self.plans.popleft()
@@ -172,10 +135,5 @@ class FakeChatServer:
                     "usage": plan.usage,
                 }
             )
-
-        async def stream() -> AsyncIterator[bytes]:
-            for chunk in chunks:
-                yield f"data: {json.dumps(chunk)}\n\n".encode()
-            yield b"data: [DONE]\n\n"
-
-        return StreamingResponse(stream(), media_type="text/event-stream")
+        frames = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks]
+        return sse_response([*frames, "data: [DONE]\n\n"])

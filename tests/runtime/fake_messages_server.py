@@ -10,26 +10,15 @@ body and headers (``retry-after``). Every request is recorded.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import deque
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-
-
-@dataclass
-class Recorded:
-    """One request as the server saw it."""
-
-    headers: dict[str, str]
-    body: dict[str, Any]
+from tests.runtime.fake_provider_server import FakeProviderServer, Recorded, record, sse_response
 
 
 @dataclass
@@ -89,39 +78,20 @@ def message_events(
     return events
 
 
-class FakeMessagesServer:
+class FakeMessagesServer(FakeProviderServer):
     """Serve planned replies; ``base_url`` is ``http://127.0.0.1:<port>``."""
 
     def __init__(self) -> None:
         self.plans: deque[Plan] = deque()
         self.requests: list[Recorded] = []
-        app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="none"
-        )
-        self._server = uvicorn.Server(config)
-        self._task: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> FakeMessagesServer:
-        self._task = asyncio.create_task(self._server.serve())
-        async with asyncio.timeout(10):
-            while not self._server.started:
-                await asyncio.sleep(0.01)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        if self._task is not None:
-            await self._task
+        super().__init__([Route("/v1/messages", self._messages, methods=["POST"])])
 
     @property
     def base_url(self) -> str:
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
+        return self.root_url
 
     async def _messages(self, request: Request) -> Response:
-        body = await request.json()
-        self.requests.append(Recorded(dict(request.headers), body))
+        self.requests.append(await record(request))
         if not self.plans:
             plan = Plan(status=500, error="no reply planned")
         else:
@@ -133,16 +103,7 @@ class FakeMessagesServer:
                 headers=plan.headers,
             )
         if plan.raw is not None:
-            text = plan.raw
-
-            async def raw() -> AsyncIterator[bytes]:
-                yield text.encode()
-
-            return StreamingResponse(raw(), media_type="text/event-stream")
-        events = plan.events
-
-        async def stream() -> AsyncIterator[bytes]:
-            for event in events:
-                yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-
-        return StreamingResponse(stream(), media_type="text/event-stream")
+            return sse_response([plan.raw])
+        return sse_response(
+            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in plan.events
+        )
