@@ -13,9 +13,10 @@ import yaml
 from pydantic import BaseModel, Field
 
 from mas.ctl import cli as ctl_cli
+from mas.infra.generated_files import SourceError
 from mas.infra.models import AgentId, Application, HeaderName, Model
 from mas.reference import application, cli, helm_values
-from mas.reference.markdown import SourceError, anchor, cell, code
+from mas.reference.markdown import anchor, cell, code
 from tests.conftest import REPO
 
 REFERENCE = REPO / "docs" / "reference"

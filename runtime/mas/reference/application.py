@@ -24,8 +24,9 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from mas.infra.generated_files import run
 from mas.infra.models import Application
-from mas.reference.markdown import anchor, cell, code, run
+from mas.reference.markdown import anchor, cell, code
 
 ROOT = "Application"
 REGENERATE = "make reference"

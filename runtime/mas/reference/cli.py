@@ -21,7 +21,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from mas.ctl import cli
-from mas.reference.markdown import SourceError, anchor, cell, code, run
+from mas.infra.generated_files import SourceError, run
+from mas.reference.markdown import anchor, cell, code
 
 REGENERATE = "make reference"
 WIDTH = 100

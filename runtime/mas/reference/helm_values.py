@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from mas.reference.markdown import SourceError, anchor, cell, code, run
+from mas.infra.generated_files import SourceError, run
+from mas.reference.markdown import anchor, cell, code
 
 REGENERATE = "make reference"
 
