@@ -11,13 +11,14 @@ defaults stay in the models (the operator applies them), and each model's
 
 from __future__ import annotations
 
-import argparse
 import copy
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
+from mas.infra.generated_files import run
 from mas.infra.models import (
     API_GROUP,
     API_VERSION,
@@ -199,29 +200,9 @@ def render_crd() -> str:
     return HEADER + body
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Print the CRD, or check a committed copy."""
-    parser = argparse.ArgumentParser(prog="python -m mas.infra.crd")
-    parser.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs from a fresh one")
-    args = parser.parse_args(argv)
-    text = render_crd()
-    if args.check is None:
-        sys.stdout.write(text)
-        return 0
-    try:
-        with open(args.check, encoding="utf-8") as handle:
-            committed = handle.read()
-    except OSError as exc:
-        print(f"error: cannot read {args.check}: {exc.strerror}", file=sys.stderr)
-        return 2
-    if committed != text:
-        print(
-            f"error: {args.check} differs from the models; run `make crd` and commit it",
-            file=sys.stderr,
-        )
-        return 1
-    print(f"{args.check}: up to date")
-    return 0
+    return run(render_crd, "make crd", argv, "python -m mas.infra.crd", source="the models")
 
 
 if __name__ == "__main__":

@@ -12,13 +12,21 @@ from collections.abc import Callable, Sequence
 
 
 class SourceError(ValueError):
-    """A page's source (a chart, a docstring) cannot be read as the page needs it."""
+    """A file's source (a chart, a docstring) cannot be read as the file needs it."""
 
 
-def run(render: Callable[[], str], regenerate: str, argv: Sequence[str] | None, prog: str) -> int:
+def run(
+    render: Callable[[], str],
+    regenerate: str,
+    argv: Sequence[str] | None,
+    prog: str,
+    source: str = "its source",
+) -> int:
     """Print ``render()``, or with ``--check FILE`` exit 1 when ``FILE`` differs from it.
 
-    A :class:`SourceError` is one line on stderr and exit code 2.
+    The refusal names ``source`` (what the file is generated from) and the ``regenerate``
+    command. A :class:`SourceError` or an unreadable ``FILE`` is one line on stderr and
+    exit code 2.
     """
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs from a fresh one")
@@ -39,7 +47,7 @@ def run(render: Callable[[], str], regenerate: str, argv: Sequence[str] | None, 
         return 2
     if committed != text:
         print(
-            f"error: {args.check} differs from its source; run `{regenerate}` and commit it",
+            f"error: {args.check} differs from {source}; run `{regenerate}` and commit it",
             file=sys.stderr,
         )
         return 1
