@@ -27,7 +27,6 @@ import curses
 import os
 import signal
 import sys
-from collections.abc import Coroutine
 from typing import Any
 
 from mas.ctl.client.options import add_client_options, add_context_option, remote_form
@@ -35,17 +34,14 @@ from mas.ctl.documents import add_document_options, load_wired
 from mas.ctl.session.activity import Activity
 from mas.ctl.session.modes import (
     SessionProcess,
-    Signals,
     add_session_options,
     new_session_id,
     route_text,
 )
-from mas.ctl.session.tui_screen import AgentRow, Screen, TuiState
+from mas.ctl.session.tui_loop import TuiLoop
+from mas.ctl.session.tui_screen import AgentRow, TuiState
 from mas.infra.wiring import Wired
 from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded
-
-TICK = 0.25  # how often the agents pane re-reads the mailboxes
-QUIT_WORDS = ("/quit", "/exit")
 
 
 def register(sub: Any) -> None:
@@ -62,18 +58,12 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=handle)
 
 
-class Tui:
+class Tui(TuiLoop):
     """One curses session over a started :class:`SessionProcess`."""
 
     def __init__(self, process: SessionProcess, window: curses.window, session: str) -> None:
+        super().__init__(window, TuiState(process.entry, session))
         self.process = process
-        self.screen = Screen(window)
-        self.window = window
-        self.state = TuiState(process.entry, session)
-        self.lines: asyncio.Queue[str] = asyncio.Queue()
-        self.stop = asyncio.Event()
-        self.working = False
-        self._tasks: set[asyncio.Task[Any]] = set()
         host = process.host
         for agent in host.agents:
             self.state.agents[agent] = AgentRow(agent, "here")
@@ -108,46 +98,6 @@ class Tui:
         self.state.status = self._status()
         self.screen.draw(self.state)
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        """Run ``coro`` in a task the TUI keeps until it ends."""
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def on_key(self) -> None:
-        """Read every pending key."""
-        while True:
-            try:
-                key = self.window.get_wch()
-            except curses.error:
-                return
-            self._key(key)
-
-    def _key(self, key: str | int) -> None:
-        if key in ("\n", "\r", curses.KEY_ENTER):
-            line, self.state.typed = self.state.typed, ""
-            if line.strip() in QUIT_WORDS:
-                self.stop.set()
-            elif line.strip():
-                self.lines.put_nowait(line)
-        elif key in (curses.KEY_BACKSPACE, "\x7f", "\b"):
-            self.state.typed = self.state.typed[:-1]
-        elif key == "\x04":
-            if not self.state.typed:
-                self.stop.set()
-        elif key == curses.KEY_RESIZE:
-            pass
-        elif isinstance(key, str) and key.isprintable():
-            self.state.typed += key
-        self.draw()
-
-    def on_resize(self) -> None:
-        """The terminal changed size: tell curses, then redraw."""
-        size = os.get_terminal_size(sys.stdout.fileno())
-        with contextlib.suppress(curses.error):
-            curses.resizeterm(size.lines, size.columns)
-        self.draw()
-
     def on_signal(self, signum: int) -> None:
         """Ctrl-C interrupts a running turn, else quits; SIGTERM quits."""
         if signum == signal.SIGINT and self.working:
@@ -174,34 +124,6 @@ class Tui:
                 self.draw()
             self.working = False
             self.draw()
-
-    def _ended(self, ended: TurnEnded) -> None:
-        if ended.status == "input_required":
-            self.state.say(f"{self.state.entry} asks", ended.text)
-            self.state.prompt = "answer> "
-            return
-        self.state.prompt = "you> "
-        if ended.status != "completed":
-            self.state.say("turn", f"{ended.status}: {ended.message}")
-
-    async def run(self) -> None:
-        """Until ``/quit``, Ctrl-D or a signal."""
-        loop = asyncio.get_running_loop()
-        loop.add_reader(sys.stdin.fileno(), self.on_key)
-        loop.add_signal_handler(signal.SIGWINCH, self.on_resize)
-        worker = loop.create_task(self.converse())
-        try:
-            with Signals(self.on_signal):
-                self.on_resize()  # a resize before the handler was in place
-                while not self.stop.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.stop.wait(), TICK)
-                    self.draw()
-        finally:
-            loop.remove_signal_handler(signal.SIGWINCH)
-            loop.remove_reader(sys.stdin.fileno())
-            worker.cancel()
-            await asyncio.gather(worker, *self._tasks, return_exceptions=True)
 
 
 async def tui(wired: Wired, args: argparse.Namespace) -> int:
