@@ -1,6 +1,6 @@
 """``mas-ctl tui TARGET``: the TUI's screen, with an agent served anywhere.
 
-The local TUI's screen and keys (:class:`~mas.ctl.commands.tui.Tui`), over a
+The local TUI's screen and keys (:class:`~mas.ctl.session.tui_loop.TuiLoop`), over a
 :class:`~mas.ctl.client.conversation.RemoteConversation` instead of a hosted agency: the
 conversation pane shows the turns, the agents pane the remote agent (working or idle), the
 routes pane the interface in use, the activity pane the delegations and tool calls the
@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import curses
 import signal
-from typing import Any
 
 from mas.ctl.client.connection import Connection
 from mas.ctl.client.conversation import RemoteConversation
@@ -23,24 +21,18 @@ from mas.ctl.client.errors import ClientError
 from mas.ctl.client.output import one_line
 from mas.ctl.client.remote_chat import escaped
 from mas.ctl.client.turn_output import reported_line
-from mas.ctl.commands.tui import Tui
-from mas.ctl.session.tui_screen import AgentRow, Screen, TuiState
-from mas.runtime.turns import ArtifactEmitted, Delegated, TextDelta, TurnEnded
+from mas.ctl.session.tui_loop import TuiLoop, curses_window
+from mas.ctl.session.tui_screen import AgentRow, TuiState
+from mas.runtime.turns import Delegated, TurnEvent
 
 
-class RemoteTui(Tui):
+class RemoteTui(TuiLoop):
     """The TUI of one remote conversation."""
 
     def __init__(self, talk: RemoteConversation, window: curses.window) -> None:
-        self.talk = talk
-        self.screen = Screen(window)
-        self.window = window
         name = one_line(talk.conn.name, 40)
-        self.state = TuiState(name, talk.context_id)
-        self.lines: asyncio.Queue[str] = asyncio.Queue()
-        self.stop = asyncio.Event()
-        self.working = False
-        self._tasks: set[asyncio.Task[Any]] = set()
+        super().__init__(window, TuiState(name, talk.context_id))
+        self.talk = talk
         self._turn: asyncio.Task[None] | None = None
         self.state.agents[name] = AgentRow(name, "remote")
         conn = talk.conn
@@ -66,61 +58,40 @@ class RemoteTui(Tui):
         else:
             self.stop.set()
 
-    async def converse(self) -> None:
-        """Run the typed lines as turns, one after the other."""
-        while True:
-            line = await self.lines.get()
-            self.state.say("you", line)
-            self.working = True
-            self.state.say(self.state.entry, "")
-            self.draw()
-            self._turn = asyncio.get_running_loop().create_task(self._run_turn(line))
-            [result] = await asyncio.gather(self._turn, return_exceptions=True)
-            self._turn = None
-            if isinstance(result, asyncio.CancelledError):
-                ids = self.talk.last
-                outcomes = await self.talk.interrupt(ids) if ids is not None else []
-                done = "; ".join(f"task {t}: {o}" for t, o in outcomes) or "no task was running"
-                self.state.say("turn", f"interrupted ({done})")
-                self.state.prompt = "you> "
-            elif isinstance(result, ClientError):
-                self.state.say("error", str(result))
-                self.state.prompt = "you> "
-            elif isinstance(result, BaseException):
-                raise result
-            self.working = False
-            self.draw()
+    async def turn(self, line: str) -> None:
+        """Run ``line`` as a turn of the conversation; Ctrl-C cancels it (``CancelTask``)."""
+        self._turn = asyncio.get_running_loop().create_task(self._run_turn(line))
+        [result] = await asyncio.gather(self._turn, return_exceptions=True)
+        self._turn = None
+        if isinstance(result, asyncio.CancelledError):
+            ids = self.talk.last
+            outcomes = await self.talk.interrupt(ids) if ids is not None else []
+            done = "; ".join(f"task {t}: {o}" for t, o in outcomes) or "no task was running"
+            self.state.say("turn", f"interrupted ({done})")
+            self.state.prompt = "you> "
+        elif isinstance(result, ClientError):
+            self.state.say("error", str(result))
+            self.state.prompt = "you> "
+        elif isinstance(result, BaseException):
+            raise result
 
     async def _run_turn(self, line: str) -> None:
         async for raw in self.talk.turn(line):
-            event = escaped(raw)
-            if isinstance(event, TextDelta):
-                self.state.stream(event.text)
-            elif isinstance(event, ArtifactEmitted):
-                self.state.say("artifact", f"{event.name} ({event.kind})")
-            elif isinstance(event, Delegated):
-                self.state.activity.append(reported_line(event))
-            elif isinstance(event, TurnEnded):
-                self._ended(event)
+            self.show(escaped(raw))
+
+    def show(self, event: TurnEvent) -> None:
+        """As the local TUI, and the delegations and tool calls the agent reports."""
+        if isinstance(event, Delegated):
+            self.state.activity.append(reported_line(event))
             self.draw()
+        else:
+            super().show(event)
 
 
 async def remote_tui(conn: Connection, args: argparse.Namespace) -> int:
     """Open the screen on a conversation with ``conn``'s agent, until the person quits."""
     talk = RemoteConversation(conn, args.context_id)
     await talk.resume()
-    window = curses.initscr()
-    try:
-        curses.noecho()
-        curses.cbreak()
-        window.keypad(True)
-        window.nodelay(True)
-        with contextlib.suppress(curses.error):
-            curses.curs_set(1)
+    with curses_window() as window:
         await RemoteTui(talk, window).run()
-    finally:
-        window.keypad(False)
-        curses.nocbreak()
-        curses.echo()
-        curses.endwin()
     return 0

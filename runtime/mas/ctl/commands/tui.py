@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import curses
 import os
 import signal
@@ -38,10 +37,9 @@ from mas.ctl.session.modes import (
     new_session_id,
     route_text,
 )
-from mas.ctl.session.tui_loop import TuiLoop
+from mas.ctl.session.tui_loop import TuiLoop, curses_window
 from mas.ctl.session.tui_screen import AgentRow, TuiState
 from mas.infra.wiring import Wired
-from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded
 
 
 def register(sub: Any) -> None:
@@ -105,25 +103,11 @@ class Tui(TuiLoop):
         else:
             self.stop.set()
 
-    async def converse(self) -> None:
-        """Run the typed lines as turns, one after the other."""
-        while True:
-            line = await self.lines.get()
-            self.state.say("you", line)
-            self.working = True
-            self.state.say(self.state.entry, "")
-            self.draw()
-            ticket = self.process.submit(self.state.session, line)
-            async for event in ticket.events():
-                if isinstance(event, TextDelta):
-                    self.state.stream(event.text)
-                elif isinstance(event, ArtifactEmitted):
-                    self.state.say("artifact", f"{event.name} ({event.kind})")
-                elif isinstance(event, TurnEnded):
-                    self._ended(event)
-                self.draw()
-            self.working = False
-            self.draw()
+    async def turn(self, line: str) -> None:
+        """Submit ``line`` to the session and show its events."""
+        ticket = self.process.submit(self.state.session, line)
+        async for event in ticket.events():
+            self.show(event)
 
 
 async def tui(wired: Wired, args: argparse.Namespace) -> int:
@@ -135,20 +119,10 @@ async def tui(wired: Wired, args: argparse.Namespace) -> int:
         drain_timeout=args.drain_timeout,
     )
     await process.start()
-    window = curses.initscr()
     try:
-        curses.noecho()
-        curses.cbreak()
-        window.keypad(True)
-        window.nodelay(True)
-        with contextlib.suppress(curses.error):
-            curses.curs_set(1)
-        await Tui(process, window, args.session or new_session_id("tui")).run()
+        with curses_window() as window:
+            await Tui(process, window, args.session or new_session_id("tui")).run()
     finally:
-        window.keypad(False)
-        curses.nocbreak()
-        curses.echo()
-        curses.endwin()
         await process.aclose(drain=False)
     return 0
 

@@ -4,7 +4,8 @@
 ``/quit`` or Ctrl-D on an empty line ends), redraws on SIGWINCH and every :data:`TICK`, and
 runs :meth:`converse` until :attr:`stop` is set. Whatever serves the agent (a hosted agency
 in :mod:`mas.ctl.commands.tui`, an agent served anywhere in :mod:`mas.ctl.client.remote_tui`)
-is a subclass: it draws the status line, runs the lines as turns and decides what a signal does.
+is a subclass: it draws the status line, runs each line as a turn and decides what a
+signal does. :func:`curses_window` sets the terminal up for the screen and back after it.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import os
 import signal
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from mas.ctl.session.modes import Signals
 from mas.ctl.session.tui_screen import Screen, TuiState
-from mas.runtime.turns import TurnEnded
+from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded, TurnEvent
 
 TICK = 0.25  # how often the agents pane re-reads the mailboxes
 QUIT_WORDS = ("/quit", "/exit")
@@ -48,8 +49,30 @@ class TuiLoop(ABC):
         """SIGINT or SIGTERM arrived."""
 
     @abstractmethod
+    async def turn(self, line: str) -> None:
+        """Run ``line`` as one turn, showing its events (:meth:`show`)."""
+
     async def converse(self) -> None:
         """Run the typed lines as turns, one after the other."""
+        while True:
+            line = await self.lines.get()
+            self.state.say("you", line)
+            self.working = True
+            self.state.say(self.state.entry, "")
+            self.draw()
+            await self.turn(line)
+            self.working = False
+            self.draw()
+
+    def show(self, event: TurnEvent) -> None:
+        """One event of the running turn: its text, an artifact, its end; then redraw."""
+        if isinstance(event, TextDelta):
+            self.state.stream(event.text)
+        elif isinstance(event, ArtifactEmitted):
+            self.state.say("artifact", f"{event.name} ({event.kind})")
+        elif isinstance(event, TurnEnded):
+            self._ended(event)
+        self.draw()
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run ``coro`` in a task the TUI keeps until it ends."""
@@ -118,3 +141,23 @@ class TuiLoop(ABC):
             loop.remove_reader(sys.stdin.fileno())
             worker.cancel()
             await asyncio.gather(worker, *self._tasks, return_exceptions=True)
+
+
+@contextlib.contextmanager
+def curses_window() -> Iterator[curses.window]:
+    """The terminal as a curses window (no echo, keys unbuffered, reads never block); the
+    terminal is restored on leaving, whatever ends the screen."""
+    window = curses.initscr()
+    try:
+        curses.noecho()
+        curses.cbreak()
+        window.keypad(True)
+        window.nodelay(True)
+        with contextlib.suppress(curses.error):
+            curses.curs_set(1)
+        yield window
+    finally:
+        window.keypad(False)
+        curses.nocbreak()
+        curses.echo()
+        curses.endwin()
