@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
-from mas.runtime.errors import ModelError, PluginConfigError
+from mas.runtime.errors import ModelError
 from mas.runtime.models.base import (
     ChatMessage,
     ModelOutput,
@@ -46,9 +44,8 @@ from mas.runtime.models.base import (
     Usage,
     validate_params,
 )
+from mas.runtime.models.provider_params import BaseURL, EnvName, Timeout, api_key
 from mas.runtime.models.retries import Retrying, RetryParams, retried
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 4096
 
@@ -59,18 +56,11 @@ class AnthropicParams(RetryParams):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(min_length=1)
-    api_key_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    base_url: str | None = Field(default=None, min_length=1)
+    api_key_env: EnvName
+    base_url: BaseURL | None = None
     max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=1)
-    timeout: float = Field(default=60.0, gt=0, le=3600)
-
-    @field_validator("base_url")
-    @classmethod
-    def _http(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/") if value is not None else None
+    timeout: Timeout = 60.0
 
 
 def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
@@ -150,13 +140,7 @@ class AnthropicModel(ModelPlugin):
     ) -> None:
         self.params = validate_params("anthropic", AnthropicParams, params)
         self.agent_id = agent_id
-        source = os.environ if env is None else env
-        key = source.get(self.params.api_key_env)
-        if not key:
-            raise PluginConfigError(
-                f"model 'anthropic': params.api_key_env: the environment variable "
-                f"{self.params.api_key_env} is not set (it must hold the API key)"
-            )
+        key = api_key("anthropic", self.params.api_key_env, env)
         self._client = anthropic.AsyncAnthropic(
             api_key=key,
             base_url=self.params.base_url,
@@ -204,10 +188,7 @@ class AnthropicModel(ModelPlugin):
                 failure: tuple[str, Mapping[str, str]] = (status, dict(exc.response.headers))
             except anthropic.APIConnectionError as exc:
                 failure = (f"cannot reach the server ({exc.__cause__ or exc})", {})
-            why = await retrying.again(failure[1])
-            if why is not None:
-                raise ModelError(f"{self._where()}: {failure[0]} ({why})")
-            logger.info("%s: %s; asking again", self._where(), failure[0])
+            await retrying.again_or_fail(self._where(), failure)
 
     async def generate(self, request: ModelRequest) -> AsyncIterator[ModelOutput]:
         """One streamed Messages call."""

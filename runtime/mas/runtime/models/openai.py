@@ -29,14 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from mas.runtime.errors import ModelError, PluginConfigError
 from mas.runtime.models.base import (
@@ -49,9 +47,8 @@ from mas.runtime.models.base import (
     Usage,
     validate_params,
 )
+from mas.runtime.models.provider_params import BaseURL, EnvName, Timeout, api_key
 from mas.runtime.models.retries import Retrying, RetryParams, retried
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -70,21 +67,14 @@ class OpenAIParams(RetryParams):
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str = Field(default=DEFAULT_BASE_URL, min_length=1)
+    base_url: BaseURL = DEFAULT_BASE_URL
     model: str = Field(min_length=1)
-    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    api_key_env: EnvName | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
-    timeout: float = Field(default=60.0, gt=0, le=3600)
+    timeout: Timeout = 60.0
     max_tokens: int | None = Field(default=None, ge=1)
     stream_usage: bool = True  # ask for the usage chunk (stream_options.include_usage)
     azure: AzureParams | None = None
-
-    @field_validator("base_url")
-    @classmethod
-    def _http(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
 
 
 def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
@@ -139,13 +129,7 @@ class OpenAIModel(ModelPlugin):
         self.agent_id = agent_id
         self._key: str | None = None
         if self.params.api_key_env is not None:
-            source = os.environ if env is None else env
-            self._key = source.get(self.params.api_key_env)
-            if not self._key:
-                raise PluginConfigError(
-                    f"model 'openai': params.api_key_env: the environment variable "
-                    f"{self.params.api_key_env} is not set (it must hold the API key)"
-                )
+            self._key = api_key("openai", self.params.api_key_env, env)
         if self.params.azure is not None:
             azure = self.params.azure
             if "base_url" not in params:
@@ -230,10 +214,7 @@ class OpenAIModel(ModelPlugin):
                 raise ModelError(f"{self._where()}: cannot reach the server ({exc})") from None
             if failure is None:
                 break
-            why = await retrying.again(failure[1])
-            if why is not None:
-                raise ModelError(f"{self._where()}: {failure[0]} ({why})")
-            logger.info("%s: %s; asking again", self._where(), failure[0])
+            await retrying.again_or_fail(self._where(), failure)
         for index in sorted(calls):
             partial = calls[index]
             yield ToolCall(

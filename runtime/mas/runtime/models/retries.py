@@ -22,11 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from mas.runtime.errors import ModelError
+
+logger = logging.getLogger(__name__)
 
 RETRIED_STATUSES = frozenset({408, 409, 429})
 
@@ -72,6 +77,15 @@ class Retrying:
             delay = self.params.retry_max_seconds
         await self.sleep(max(delay, 0.0))
         return None
+
+    async def again_or_fail(self, where: str, failure: tuple[str, Mapping[str, str]]) -> None:
+        """After a retried ``failure`` (what went wrong and the response's headers) of the
+        model at ``where``: wait (:meth:`again`) and log that it is asked again, or raise the
+        :class:`~mas.runtime.errors.ModelError` that ends the turn, saying why not again."""
+        why = await self.again(failure[1])
+        if why is not None:
+            raise ModelError(f"{where}: {failure[0]} ({why})")
+        logger.info("%s: %s; asking again", where, failure[0])
 
 
 def retry_after(headers: Mapping[str, str], now: Callable[[], float] = time.time) -> float | None:
