@@ -37,7 +37,13 @@ from typing import Any
 
 from mas.ctl.client.options import add_client_options, add_context_option, remote_form
 from mas.ctl.documents import add_document_options, load_wired
-from mas.ctl.session.modes import SessionProcess, Signals, add_session_options, new_session_id
+from mas.ctl.session.modes import (
+    SessionProcess,
+    Signals,
+    add_session_options,
+    new_session_id,
+    session_process,
+)
 from mas.ctl.session.transcript import ConsoleTranscript
 from mas.infra.wiring import Wired
 from mas.runtime.turns import TurnEnded
@@ -93,12 +99,7 @@ class StdinLines:
 
 async def chat(wired: Wired, args: argparse.Namespace) -> int:
     """Run the conversation until end of input, ``/quit`` or a signal."""
-    process = SessionProcess(
-        wired,
-        control=not args.no_control,
-        bind_host=args.listen,
-        drain_timeout=args.drain_timeout,
-    )
+    process = session_process(wired, args)
     await process.start()
     try:
         out = sys.stdout

@@ -29,7 +29,13 @@ import sys
 from typing import Any
 
 from mas.ctl.documents import add_document_options, load_wired
-from mas.ctl.session.modes import SessionProcess, Signals, add_session_options, new_session_id
+from mas.ctl.session.modes import (
+    SessionProcess,
+    Signals,
+    add_session_options,
+    new_session_id,
+    session_process,
+)
 from mas.ctl.session.transcript import ConsoleTranscript
 from mas.infra.wiring import Wired
 from mas.runtime.turns import TurnEnded
@@ -58,12 +64,7 @@ def info(line: str) -> None:
 
 async def run(wired: Wired, args: argparse.Namespace) -> int:
     """Start the process, then one turn or serve until a signal."""
-    process = SessionProcess(
-        wired,
-        control=not args.no_control,
-        bind_host=args.listen,
-        drain_timeout=args.drain_timeout,
-    )
+    process = session_process(wired, args)
     await process.start()
     try:
         transcript = ConsoleTranscript(sys.stdout, sys.stderr)

@@ -36,6 +36,7 @@ from mas.ctl.session.modes import (
     add_session_options,
     new_session_id,
     route_text,
+    session_process,
 )
 from mas.ctl.session.tui_loop import TuiLoop, curses_window
 from mas.ctl.session.tui_screen import AgentRow, TuiState
@@ -112,12 +113,7 @@ class Tui(TuiLoop):
 
 async def tui(wired: Wired, args: argparse.Namespace) -> int:
     """Start the process, then the screen."""
-    process = SessionProcess(
-        wired,
-        control=not args.no_control,
-        bind_host=args.listen,
-        drain_timeout=args.drain_timeout,
-    )
+    process = session_process(wired, args)
     await process.start()
     try:
         with curses_window() as window:

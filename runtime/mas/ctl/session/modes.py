@@ -233,6 +233,16 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def session_process(wired: Wired, args: argparse.Namespace) -> SessionProcess:
+    """The (not yet started) process of ``wired`` as :func:`add_session_options` set it up."""
+    return SessionProcess(
+        wired,
+        control=not args.no_control,
+        bind_host=args.listen,
+        drain_timeout=args.drain_timeout,
+    )
+
+
 def _session_id(text: str) -> str:
     if not text.strip() or len(text) > 200 or any(c.isspace() for c in text):
         raise argparse.ArgumentTypeError(
