@@ -1,4 +1,4 @@
-"""Shared helpers of the runtime tests (documents, a gated runner, event collection)."""
+"""Shared helpers of the runtime tests (documents, a gated runner, event collection, waits)."""
 
 from __future__ import annotations
 
@@ -114,6 +114,16 @@ class GatedRunner(TurnRunner):
             yield TurnEnded("completed", text=f"{turn.turn_id}:{turn.text}")
         finally:
             self.active[session] -= 1
+
+
+class Waits:
+    """Stands in for asyncio.sleep: records each wait the plugin asks for, returns at once."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.asked.append(seconds)
 
 
 class RecordingModel(ModelPlugin):

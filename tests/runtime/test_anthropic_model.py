@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from fake_messages_server import FakeMessagesServer, Plan, message_events
-from runtime_support import RecordingModel, collect, ended, registry_with, text_of, wired
+from runtime_support import RecordingModel, Waits, collect, ended, registry_with, text_of, wired
 
 from mas.ctl.session.host import RuntimeHost
 from mas.infra.models import AgentManifest, SecretKeyRef
@@ -29,16 +29,6 @@ KEY = "sk-ant-test-123"
 async def server() -> AsyncIterator[FakeMessagesServer]:
     async with FakeMessagesServer() as running:
         yield running
-
-
-class Waits:
-    """Stands in for asyncio.sleep: records each wait the plugin asks for, returns at once."""
-
-    def __init__(self) -> None:
-        self.asked: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.asked.append(seconds)
 
 
 def build(server: FakeMessagesServer) -> RuntimeHost:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from fake_chat_server import FakeChatServer, Plan, text_chunks
-from runtime_support import collect, ended
+from runtime_support import Waits, collect, ended
 
 from mas.infra.models import AgentManifest
 from mas.runtime.agent import Agent
@@ -24,16 +24,6 @@ pytestmark = [pytest.mark.timeout(60), pytest.mark.integration]
 async def server() -> AsyncIterator[FakeChatServer]:
     async with FakeChatServer() as running:
         yield running
-
-
-class Waits:
-    """Stands in for asyncio.sleep: records each wait the plugin asks for, returns at once."""
-
-    def __init__(self) -> None:
-        self.asked: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.asked.append(seconds)
 
 
 async def turn(model: OpenAIModel, text: str = "hi") -> TurnEnded:
