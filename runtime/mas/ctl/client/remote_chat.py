@@ -23,8 +23,8 @@ from mas.ctl.client.conversation import RemoteConversation
 from mas.ctl.client.errors import ClientError
 from mas.ctl.client.output import one_line, save_file, terminal_text
 from mas.ctl.client.turn_output import reported_line
-from mas.ctl.commands.chat import ANSWER_PROMPT, PROMPT, QUIT_WORDS, StdinLines, next_line
 from mas.ctl.session.modes import Signals
+from mas.ctl.session.stdin_lines import ANSWER_PROMPT, PROMPT, QUIT_WORDS, StdinLines, next_line
 from mas.ctl.session.transcript import ConsoleTranscript
 from mas.runtime.turns import ArtifactEmitted, Delegated, TextDelta, TurnEnded, TurnEvent
 
