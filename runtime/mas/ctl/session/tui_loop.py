@@ -21,11 +21,11 @@ from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from mas.ctl.session.modes import Signals
+from mas.ctl.session.stdin_lines import QUIT_WORDS
 from mas.ctl.session.tui_screen import Screen, TuiState
 from mas.runtime.turns import ArtifactEmitted, TextDelta, TurnEnded, TurnEvent
 
 TICK = 0.25  # how often the agents pane re-reads the mailboxes
-QUIT_WORDS = ("/quit", "/exit")
 
 
 class TuiLoop(ABC):
