@@ -10,18 +10,17 @@ each ``shout`` call in :attr:`ToolServer.headers`.
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
 
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import EmbeddedResource, TextResourceContents
+from tests.loopback_server import LoopbackServer
 
 PNG_BYTES = b"\x89PNG\r\n\x1a\n test image"
 
 
-class ToolServer:
+class ToolServer(LoopbackServer):
     """Serve the test tools; ``url`` is ``http://127.0.0.1:<port>/mcp``."""
 
     def __init__(self) -> None:
@@ -30,15 +29,8 @@ class ToolServer:
         self._release = asyncio.Event()
         self.mcp = MCPServer("test-tools", version="1.0.0", log_level="WARNING")
         self._add_tools()
-        config = uvicorn.Config(
-            self.mcp.streamable_http_app(),
-            host="127.0.0.1",
-            port=0,
-            log_level="warning",
-            ws="none",
-        )
-        self._server = uvicorn.Server(config)
-        self._task: asyncio.Task[None] | None = None
+        # the streamable HTTP app runs its session manager in its lifespan
+        super().__init__(self.mcp.streamable_http_app(), lifespan="auto")
 
     def _add_tools(self) -> None:
         calls, release, headers = self.calls, self._release, self.headers
@@ -87,23 +79,8 @@ class ToolServer:
 
     @property
     def url(self) -> str:
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}/mcp"
+        return f"{self.root_url}/mcp"
 
-    async def __aenter__(self) -> ToolServer:
-        self._task = asyncio.create_task(self._server.serve())
-        async with asyncio.timeout(10):
-            while not self._server.started:
-                await asyncio.sleep(0.01)
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._release.set()
-        self._server.should_exit = True
-        if self._task is not None:
-            await self._task
+    async def __aexit__(self, *exc: object) -> None:
+        self._release.set()  # a hanging call answers, so the server can stop
+        await super().__aexit__(*exc)
