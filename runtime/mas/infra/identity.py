@@ -19,7 +19,10 @@ Both the operator (which creates the ServiceAccount and mounts the token) and th
   declared delegators (an agent whose ``delegates_to`` names it, in its own pod or as a
   private worker in another's), the principals of its doors' ``a2a.allow``, callers through
   an ``a2a.auth`` scheme, and, only with ``a2a.anonymous: true``, anyone. Each admitted
-  principal keeps where it comes from, so a refusal can say what to change.
+  principal keeps where it comes from, so a refusal can say what to change;
+- the web console of the install (the chart's ``console`` component) calls agents as its own
+  ServiceAccount; when the chart admits it, the operator names that subject in every agent
+  pod's :data:`CONSOLE_ENV` and every agent admits it too (source :data:`CONSOLE_SOURCE`).
 """
 
 from __future__ import annotations
@@ -55,6 +58,10 @@ TOKEN_EXPIRY_SECONDS = 600
 
 SUBJECT_PREFIX = "system:serviceaccount:"
 NAMESPACE_GROUP_PREFIX = "system:serviceaccounts:"
+# Set by the operator in every agent pod when the install's console is admitted by agents:
+# the console's ServiceAccount subject (mas-operator run --console-principal).
+CONSOLE_ENV = "MAS_A2A_CONSOLE"
+CONSOLE_SOURCE = "the console of this install: chart value console.admittedByAgents"
 # Lowercase: HTTP header names are case-insensitive, gRPC metadata keys must be lowercase.
 IDENTITY_HEADER = "maslab-identity"
 
@@ -124,8 +131,11 @@ class Admission:
         return "; ".join(parts) if parts else "no caller (no delegator, no a2a.allow)"
 
 
-def admission(app: Application, routes: Routes, agent: str, namespace: str) -> Admission:
-    """The callers ``agent`` admits when it checks identities (module docstring)."""
+def admission(
+    app: Application, routes: Routes, agent: str, namespace: str, console: str | None = None
+) -> Admission:
+    """The callers ``agent`` admits when it checks identities (module docstring);
+    ``console``: the subject of the install's console, when agents admit it."""
     override = app.spec.runtime.service_account
     callers: dict[str, AdmittedCaller] = {}
     if agent in routes.runtimes:  # its conformance probe runs as it (in-process calls need none)
@@ -150,4 +160,6 @@ def admission(app: Application, routes: Routes, agent: str, namespace: str) -> A
             callers.setdefault(principal, AdmittedCaller(principal, source))
         anonymous = anonymous or endpoint.a2a.anonymous
         schemes = schemes or endpoint.a2a.auth is not None
+    if console:
+        callers.setdefault(console, AdmittedCaller(console, CONSOLE_SOURCE))
     return Admission(agent, tuple(callers.values()), anonymous=anonymous, schemes=schemes)

@@ -59,7 +59,7 @@ from mas.ctl.session.exposure import ExposureError, Listeners, bind_listeners
 from mas.ctl.session.host import RuntimeHost
 from mas.infra.addresses import parse_advertised_url
 from mas.infra.wiring import Wired
-from mas.runtime.identity.cluster import caller_check, cluster_verifier
+from mas.runtime.identity.cluster import caller_check, cluster_verifier, console_principal
 from mas.runtime.metrics import REGISTRY
 
 if TYPE_CHECKING:
@@ -213,7 +213,8 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
     # In a pod the operator deployed, every door checks its callers' identities
     # (mas.runtime.identity.cluster); a local run keeps a2a.auth alone.
     verifier = cluster_verifier(os.environ)
-    check = caller_check(wired.app, wired.routes, agent, verifier) if verifier else None
+    console = console_principal(os.environ)  # the install's console, when agents admit it
+    check = caller_check(wired.app, wired.routes, agent, verifier, console) if verifier else None
     host = RuntimeHost.build(wired, [agent])
     metrics: HttpListener | None = None
     listeners: Listeners | None = None

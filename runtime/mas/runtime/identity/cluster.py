@@ -80,9 +80,28 @@ def cluster_verifier(
     return TokenVerifier(None, identity.AUDIENCE, keys)
 
 
+def console_principal(env: Mapping[str, str]) -> str | None:
+    """The install's console subject the operator asks agents to admit
+    (:data:`~mas.infra.identity.CONSOLE_ENV`), or None."""
+    value = env.get(identity.CONSOLE_ENV, "")
+    if not value:
+        return None
+    if identity.parse_subject(value) is None:
+        raise HostError(
+            f"{identity.CONSOLE_ENV}={value[:200]!r} is not a ServiceAccount subject; accepted: "
+            "system:serviceaccount:NAMESPACE:NAME (set by the operator), or unset"
+        )
+    return value
+
+
 def caller_check(
-    app: Application, routes: Routes, agent: str, verifier: TokenVerifier
+    app: Application,
+    routes: Routes,
+    agent: str,
+    verifier: TokenVerifier,
+    console: str | None = None,
 ) -> CallerCheck:
-    """The caller check of ``agent`` in the Application's namespace."""
+    """The caller check of ``agent`` in the Application's namespace (``console``: the
+    install's console, admitted too)."""
     namespace = app.metadata.namespace or "default"
-    return CallerCheck(identity.admission(app, routes, agent, namespace), verifier)
+    return CallerCheck(identity.admission(app, routes, agent, namespace, console), verifier)
