@@ -31,6 +31,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.config import ConfigException
 
+from mas.infra import identity
 from mas.infra.documents import read_yaml_file
 from mas.infra.errors import ApplicationInvalid, DocumentError
 from mas.telemetry import tracing
@@ -102,6 +103,38 @@ def _port(text: str) -> int:
     if not text.isdigit() or not 0 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port; accepted: 0 to 65535")
     return int(text)
+
+
+def _subject(text: str) -> str:
+    if identity.parse_subject(text) is None:
+        raise argparse.ArgumentTypeError(
+            f"{text[:200]!r} is not a ServiceAccount subject; accepted: "
+            "system:serviceaccount:NAMESPACE:NAME"
+        )
+    return text
+
+
+def _add_console_principal(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--console-principal",
+        type=_subject,
+        metavar="SUBJECT",
+        help="the ServiceAccount subject of this install's web console "
+        "(system:serviceaccount:NS:NAME): every agent admits its calls (the chart sets it "
+        "with console.enabled and console.admittedByAgents)",
+    )
+
+
+def _add_console_namespaces(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--console-namespace",
+        action="append",
+        dest="console_namespaces",
+        default=[],
+        metavar="NS",
+        help="with --console-principal: only the agents of this namespace admit the console "
+        "(repeatable; default: every namespace; the chart passes console.namespaces)",
+    )
 
 
 def _add_namespace_scope(parser: argparse.ArgumentParser, one: str, every: str) -> None:
@@ -177,12 +210,15 @@ def build_parser() -> argparse.ArgumentParser:
         "namespace, or default)",
     )
     run.add_argument("--identity", help="holder identity (default: $POD_NAME or host name)")
+    _add_console_principal(run)
+    _add_console_namespaces(run)
     run.set_defaults(handler=_run)
     render = sub.add_parser("render", help="print the manifests the operator would apply")
     render.add_argument("-f", "--file", required=True, help="the Application YAML file")
     render.add_argument(
         "-n", "--namespace", help="namespace (default: metadata.namespace or default)"
     )
+    _add_console_principal(render)
     render.set_defaults(handler=_render)
     check = sub.add_parser(
         "conformance",
@@ -216,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _render(args: argparse.Namespace) -> int:
-    plan = plan_application(read_yaml_file(args.file), args.namespace)
+    plan = plan_application(read_yaml_file(args.file), args.namespace, args.console_principal)
     sys.stdout.write(dump_manifests(build_children(plan)))
     for note in plan.notes:  # what the operator posts as Warning Events
         print(f"warning: {note}", file=sys.stderr)
@@ -244,6 +280,9 @@ def _conformance(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.console_namespaces and not args.console_principal:
+        print("error: --console-namespace needs --console-principal", file=sys.stderr)
+        return EXIT_USAGE
     options = OperatorOptions(
         namespaces=tuple(args.namespaces),
         all_namespaces=args.all_namespaces,
@@ -257,6 +296,8 @@ def _run(args: argparse.Namespace) -> int:
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,
         identity=args.identity,
+        console_principal=args.console_principal,
+        console_namespaces=tuple(args.console_namespaces),
     )
     handle = OperatorHandle()
 

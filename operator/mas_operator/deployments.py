@@ -6,10 +6,12 @@ RuntimeDefault seccomp profile, and no automounted API token: the pods run as th
 own ServiceAccount (no RBAC bindings) and mount only its projected credentials
 (:mod:`mas_operator.serviceaccounts`): the A2A token, which the API server refuses, and what
 reading the issuer's keys needs. ``MAS_A2A_IDENTITY=kubernetes`` makes every door check its
-callers. Secret-backed values arrive only as ``valueFrom.secretKeyRef`` env vars named by
-:func:`mas.infra.secrets.secret_env_name`. Tolerations of a lost node, and the spread of a
-replicated agent, come from :mod:`mas_operator.scheduling`; the scanner findings it skips,
-from :mod:`mas_operator.scanner_skips`.
+callers; ``MAS_A2A_CONSOLE`` (when the operator runs with ``--console-principal``) adds the
+install's console to the callers it admits. Secret-backed values arrive only as
+``valueFrom.secretKeyRef`` env vars named by :func:`mas.infra.secrets.secret_env_name`.
+Tolerations of a lost node, and the spread of a replicated agent, come from
+:mod:`mas_operator.scheduling`; the scanner findings it skips, from
+:mod:`mas_operator.scanner_skips`.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def container_env(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
         # every door checks its callers against the cluster's issuer (docs/security.md)
         {"name": identity.IDENTITY_ENV, "value": identity.IDENTITY_KUBERNETES},
     ]
+    if plan.console:  # the install's console is admitted too (docs/security.md)
+        env.append({"name": identity.CONSOLE_ENV, "value": plan.console})
     env += telemetry_env(plan, agent)  # traces and JSON logs, when the Application asks
     for item in plan.app.spec.runtime.env:
         if item.secret_key_ref is not None:

@@ -84,6 +84,8 @@ class OperatorContext:
     metrics: OperatorMetrics
     resync: float = 30.0
     cold_every: int = COLD_EVERY  # full passes; every such one is cold (0: never)
+    console: str | None = None  # the install's console subject, admitted by agents ...
+    console_namespaces: tuple[str, ...] = ()  # ... of these namespaces (empty: every one)
     # uid: the newest copy of each Application (kept_copy), as compact JSON: a fifth of its
     # size as dicts, and read only when a reconcile or a conformance-run check needs it
     apps: dict[str, bytes] = field(default_factory=dict)
@@ -94,6 +96,12 @@ class OperatorContext:
 
     def __post_init__(self) -> None:
         self.cards = CardChecks(self.queue.enqueue)
+
+    def console_for(self, namespace: str) -> str | None:
+        """The console subject the agents of ``namespace`` admit, or None."""
+        if self.console_namespaces and namespace not in self.console_namespaces:
+            return None
+        return self.console
 
     @property
     def closing(self) -> bool:
@@ -275,6 +283,7 @@ async def _run_reconcile(
                         existing=existing,
                         written=written,
                         verdicts=ctx.cards.verdicts(uid),
+                        console=ctx.console_for(str(meta.get("namespace"))),
                     )
                 )
                 if span is not None:

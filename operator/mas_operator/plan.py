@@ -84,6 +84,7 @@ class Plan:
     agents: tuple[AgentPlan, ...] = field(default=())
     services: Mapping[str, str] = field(default_factory=dict)  # deployed agent -> Service url
     notes: tuple[UrlNote, ...] = ()  # urls the cluster cannot use as written
+    console: str | None = None  # the install's console subject, admitted by every agent
 
     @property
     def app(self) -> Application:
@@ -220,8 +221,12 @@ def _port_problems(app: Application) -> list[Problem]:
     return problems
 
 
-def plan_application(document: Mapping[str, Any], namespace: str | None = None) -> Plan:
+def plan_application(
+    document: Mapping[str, Any], namespace: str | None = None, console: str | None = None
+) -> Plan:
     """Validate and wire ``document`` as the operator does; describe each deployed agent.
+    ``console``: the ServiceAccount subject of the install's console, which every agent is
+    to admit (``mas-operator run --console-principal``), or None.
 
     Raises :class:`~mas.infra.errors.WiringError` when delegation targets are missing and
     :class:`~mas.infra.errors.ApplicationInvalid` for any other problem (all listed).
@@ -249,4 +254,5 @@ def plan_application(document: Mapping[str, Any], namespace: str | None = None) 
         agents=agents,
         services=urls.services,
         notes=urls.notes,
+        console=console,
     )

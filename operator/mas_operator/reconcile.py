@@ -281,6 +281,7 @@ def reconcile(
     existing: Mapping[str, list[dict[str, Any]]] | None = None,
     written: MutableMapping[ChildKey, str] | None = None,
     verdicts: Mapping[str, CardVerdict] | None = None,
+    console: str | None = None,
 ) -> Outcome:
     """Bring the children of ``body`` to what its spec asks; write its status.
 
@@ -294,7 +295,8 @@ def reconcile(
     watch event of our own write, often handled before this reconcile ends, is known as ours.
     ``verdicts``: the latest AgentCard checks of the external endpoints, by url
     (:meth:`mas_operator.cardchecks.CardChecks.verdicts`); :attr:`Outcome.cards` says which
-    urls this generation wants checked.
+    urls this generation wants checked. ``console``: the install's console subject, which
+    every agent admits (:func:`~mas_operator.plan.plan_application`).
     """
     meta = body["metadata"]
     name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
@@ -308,7 +310,7 @@ def reconcile(
             for kind in CHILD_KINDS
         }
     try:
-        plan = plan_application(_document(body), namespace)
+        plan = plan_application(_document(body), namespace, console)
     except ApplicationInvalid as error:
         reason, message = _stall(error)
         deployments = existing["Deployment"]

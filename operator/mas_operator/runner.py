@@ -60,6 +60,8 @@ class OperatorOptions:
     lease_name: str = "mas-operator"
     lease_namespace: str | None = None
     identity: str | None = None
+    console_principal: str | None = None  # the install's console, admitted by agents ...
+    console_namespaces: Sequence[str] = ()  # ... of these namespaces (empty: every one)
     lease_duration: float = 15.0
     lease_renew: float = 5.0
     backoff: Backoff = field(default_factory=Backoff)  # retries of failed reconciles
@@ -277,6 +279,8 @@ async def _run_kopf(
         handle.metrics,
         options.resync,
         options.cold_every,
+        console=options.console_principal,
+        console_namespaces=tuple(options.console_namespaces),
         queue=WorkQueue(options.backoff),
     )
     if scoped and not await crd_served(ctx.cluster):

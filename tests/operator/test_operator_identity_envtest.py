@@ -9,6 +9,9 @@ from kubernetes import client as k8s
 from operator_support import Api, cluster_app, eventually, owned_children
 
 from mas.infra import identity
+from mas.infra.models import Application
+from mas.infra.wiring import wire
+from mas.runtime.identity.cluster import console_principal
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
 
@@ -85,3 +88,24 @@ def test_a_deleted_account_comes_back_and_a_shared_one_prunes_them(
         ),
         what="the pods to run as the named account",
     )
+
+
+def test_the_install_console_reaches_every_agents_admission(start_operator: Any, api: Api) -> None:
+    console = "system:serviceaccount:mas-system:mas-operator-console"
+    start_operator(console_principal=console)
+    uid = api.create(cluster_app())["metadata"]["uid"]
+    eventually(
+        lambda: owned_children(api, uid)["Deployment"] == AGENTS,
+        what="the agents' Deployments",
+    )
+    app = Application.model_validate(cluster_app())
+    routes = wire(cluster_app(), None, require_urls=False).routes
+    for name in AGENTS:
+        deployment = api.apps.read_namespaced_deployment(name, api.ns)
+        env = {e.name: e.value for e in deployment.spec.template.spec.containers[0].env}
+        # what mas-ctl serve in that pod reads, and whom the agent then admits
+        admission = identity.admission(
+            app, routes, name.removeprefix("desk-"), api.ns, console_principal(env)
+        )
+        rule = admission.admitted(console)
+        assert rule is not None and rule.source == identity.CONSOLE_SOURCE, name
