@@ -16,6 +16,13 @@ shows. Answers are read by :mod:`library_ioa.plugins.a2a.answers` (through
   artifacts of the task's answer, which :func:`file_of` finds again for a download);
 - ``{"kind": "ended", "status", "text"}`` last, or ``{"kind": "error", "message"}``.
 
+In a cluster the console calls agents as its own ServiceAccount: :class:`AgentCalls` given a
+:class:`~mas.runtime.identity.token_file.TokenFile` (the console's projected token for the
+agents' audience, re-read when the kubelet rotates it) sends its current token in the header
+:data:`~mas.infra.identity.IDENTITY_HEADER` (gRPC: metadata) on every call: the card, sends
+and streams, ``ListTasks``, ``GetTask``, ``CancelTask``. Without one (``mas-ctl console -f``
+on a laptop) it sends only the credentials it was given.
+
 A turn is canceled by :meth:`AgentCalls.cancel` (the page's Cancel button: ``CancelTask``,
 after which the agent ends the turn's stream ``canceled``). A turn whose page goes away
 mid-stream is canceled too, on a connection of its own, in a task :meth:`AgentCalls.aclose`
@@ -29,8 +36,8 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from a2a.types import AgentCard, GetTaskRequest, ListTasksRequest, Task
 from google.protobuf.json_format import MessageToDict
@@ -41,7 +48,11 @@ from mas.ctl.client.connection import Connection, connect
 from mas.ctl.client.credentials import Credentials, resolve_credentials
 from mas.ctl.client.errors import ClientError
 from mas.ctl.client.exchange import TurnIds, cancel_turn, send_turn, waiting_task
+from mas.infra.identity import IDENTITY_HEADER
 from mas.runtime.turns import ArtifactEmitted, Delegated, TextDelta, TurnEnded
+
+if TYPE_CHECKING:
+    from mas.runtime.identity.token_file import TokenFile
 
 ARTIFACT_TEXT_LIMIT = 64 * 1024  # characters of a text artifact a page shows
 DATA_LIMIT = 64 * 1024  # characters of a data artifact's JSON a page shows
@@ -63,11 +74,24 @@ def _args(url: str) -> argparse.Namespace:
 
 
 class AgentCalls:
-    """Calls to agents with the console's own credentials (none, or ``$MAS_CTL_TOKEN``...)."""
+    """Calls to agents with the console's own credentials (none, or ``$MAS_CTL_TOKEN``...)
+    and, given ``identity``, its workload token (see the module docstring)."""
 
-    def __init__(self, credentials: Credentials | None = None) -> None:
+    def __init__(
+        self, credentials: Credentials | None = None, identity: TokenFile | None = None
+    ) -> None:
         self.credentials = credentials or resolve_credentials([], None, None)
+        self.identity = identity
         self._leftovers: set[asyncio.Task[object]] = set()
+
+    def _credentials(self) -> Credentials:
+        """The credentials of one call: the token as the kubelet last wrote it, if any."""
+        token = self.identity.current() if self.identity is not None else None
+        if not token:
+            return self.credentials
+        return replace(
+            self.credentials, headers={**self.credentials.headers, IDENTITY_HEADER: token}
+        )
 
     async def aclose(self) -> None:
         """Wait (at most :data:`CANCEL_SECONDS`) for the cancels of turns a page left."""
@@ -79,7 +103,7 @@ class AgentCalls:
     @contextlib.asynccontextmanager
     async def _connect(self, url: str) -> AsyncIterator[Connection]:
         try:
-            async with connect(_args(url), self.credentials) as conn:
+            async with connect(_args(url), self._credentials()) as conn:
                 yield conn
         except ClientError:
             raise

@@ -5,6 +5,9 @@
     mas-ctl console -f app.yaml [--port 8500] [--host 127.0.0.1]
     mas-ctl console --cluster [-n NAMESPACE]... [--kube-context NAME] [--kubeconfig PATH]
 
+With ``--cluster`` it calls agents as its own ServiceAccount: the projected token at
+``$MAS_A2A_TOKEN_FILE`` (default ``/var/run/secrets/maslab.io/a2a/token``, where the chart
+mounts it) goes in the ``maslab-identity`` header of every call, re-read when rotated.
 Bound to a loopback address (the default) it asks for no login; any other address needs
 ``--trusted-proxy-header NAME`` and ``--trusted-proxy-range CIDR`` (an authenticating proxy
 in front, the oauth2-proxy pattern). Prints ``console: http://HOST:PORT/`` once it listens.
@@ -17,9 +20,12 @@ import argparse
 import asyncio
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mas.ctl.documents import add_document_options, load_wired
+
+if TYPE_CHECKING:
+    from mas.runtime.identity.token_file import TokenFile
 
 
 def register(sub: Any) -> None:
@@ -81,6 +87,19 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=handle)
 
 
+def _identity(args: argparse.Namespace) -> TokenFile | None:
+    """With ``--cluster``, the console's own A2A token (``$MAS_A2A_TOKEN_FILE``, else the
+    path the chart projects it to; a file that is not there sends nothing); with ``-f``, none."""
+    if not args.cluster:
+        return None
+    import os
+
+    from mas.infra.identity import TOKEN_FILE_ENV, TOKEN_PATH
+    from mas.runtime.identity.token_file import TokenFile
+
+    return TokenFile(os.environ.get(TOKEN_FILE_ENV) or TOKEN_PATH)
+
+
 def _port(text: str) -> int:
     try:
         port = int(text)
@@ -116,7 +135,7 @@ def handle(args: argparse.Namespace) -> int:
     from mas.ctl.client.errors import OptionError
 
     try:  # the console calls agents with $MAS_CTL_TOKEN / $MAS_CTL_TOKEN_FILE, as mas-ctl does
-        calls = AgentCalls(resolve_credentials([], None, None))
+        calls = AgentCalls(resolve_credentials([], None, None), _identity(args))
     except OptionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
