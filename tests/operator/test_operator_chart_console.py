@@ -13,6 +13,8 @@ from kubernetes import client as k8s
 from operator_support import cluster_app, helm_template
 
 from mas.console.cluster_source import ClusterSource
+from mas.infra import identity
+from mas_operator.serviceaccounts import token_volume
 
 pytestmark = pytest.mark.timeout(120)
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
@@ -77,6 +79,49 @@ def test_behind_a_proxy_it_listens_on_the_pod_behind_a_service() -> None:
     service = next(o for o in objects if o["kind"] == "Service")
     assert service["spec"]["selector"]["app.kubernetes.io/name"] == "mas-operator-console"
     assert "ClusterRoleBinding" in {o["kind"] for o in objects}  # no namespaces: all
+
+
+def _operator_args(*args: str) -> list[str]:
+    objects = helm_template(*args, namespace="mas-system")
+    deployment = next(
+        o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "mas-operator"
+    )
+    return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_the_console_calls_agents_with_a_projected_token_of_its_own() -> None:
+    deployment = next(o for o in console_objects() if o["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    [source] = volumes["a2a-token"]["projected"]["sources"]
+    # the agents' conventions (mas_operator.serviceaccounts): audience, expiry, path
+    agents_token = token_volume()[0]["projected"]["sources"][0]
+    assert source == agents_token
+    assert source["serviceAccountToken"]["audience"] == identity.AUDIENCE
+    mounts = {m["name"]: m for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts["a2a-token"] == {
+        "name": "a2a-token",
+        "mountPath": identity.TOKEN_DIR,
+        "readOnly": True,
+    }
+    # beside it, the API token its watches need stays automounted
+    assert pod.get("automountServiceAccountToken", True) is True
+
+
+def test_the_operator_makes_agents_admit_the_console_unless_told_not_to() -> None:
+    [account] = [o for o in console_objects() if o["kind"] == "ServiceAccount"]
+    subject = identity.subject(account["metadata"]["namespace"], account["metadata"]["name"])
+    assert subject == "system:serviceaccount:mas-system:mas-operator-console"
+    assert f"--console-principal={subject}" in _operator_args("--set", "console.enabled=true")
+    off = _operator_args("--set", "console.enabled=true", "--set", "console.admittedByAgents=false")
+    assert not [a for a in off if a.startswith("--console-principal")]
+    assert not [a for a in _operator_args() if a.startswith("--console-principal")]
+    # the agents of the namespaces the console reads admit it, no others
+    scoped = _operator_args("--set", "console.enabled=true", "--set", "console.namespaces={team-a}")
+    assert "--console-namespace=team-a" in scoped
+    assert not [
+        a for a in _operator_args("--set", "console.enabled=true") if "console-namespace" in a
+    ]
 
 
 @pytest.mark.envtest

@@ -22,6 +22,11 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- /* The web console's name: its ServiceAccount, Deployment, Service and RBAC. */ -}}
+{{- define "mas-operator.consoleName" -}}
+{{- printf "%s-console" (include "mas-operator.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "mas-operator.serviceAccountName" -}}
 {{- default (include "mas-operator.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
