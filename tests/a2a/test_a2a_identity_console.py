@@ -16,11 +16,20 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
-from a2a_support import Served, serve_agent
+from a2a.types import AgentCard
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from a2a_support import Served, free_port, serve_agent
+from google.protobuf.json_format import MessageToDict, ParseDict
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 from test_a2a_identity_inbound import CONCIERGE, STRANGER, signed
 from tests.token_issuer import AUDIENCE, ISSUER, Issuer
 
+from library_ioa.serving.listeners import HttpListener
 from mas.console.agents import AgentCalls
 from mas.ctl.client.errors import AuthRefused
 from mas.ctl.commands.console import _identity
@@ -37,12 +46,38 @@ CONSOLE = "system:serviceaccount:mas-system:mas-operator-console"
 
 
 @contextlib.asynccontextmanager
-async def agent(issuer: Issuer, *admitted: AdmittedCaller) -> AsyncIterator[Served]:
+async def agent(
+    issuer: Issuer, *admitted: AdmittedCaller, grpc_on: bool = False
+) -> AsyncIterator[Served]:
     """A scripted agent that checks identities and admits ``admitted``."""
     verifier = TokenVerifier(ISSUER, AUDIENCE, OidcKeys(ISSUER, fetch=issuer.fetch))
     check = CallerCheck(Admission("scripted", admitted), verifier)
-    async with serve_agent(grpc_on=False, caller_check=check) as served:
+    async with serve_agent(grpc_on=grpc_on, caller_check=check) as served:
         yield served
+
+
+@contextlib.asynccontextmanager
+async def card_offering(url: str, binding: str) -> AsyncIterator[str]:
+    """The url of a card front that advertises only the agent's ``binding`` interface."""
+    async with httpx.AsyncClient() as http:
+        real = (await http.get(f"{url}{AGENT_CARD_WELL_KNOWN_PATH}")).json()
+    card = ParseDict(real, AgentCard(), ignore_unknown_fields=True)
+    kept = [i for i in card.supported_interfaces if i.protocol_binding == binding]
+    assert kept, f"the agent offers no {binding}"
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(kept)
+
+    async def card_route(_: Request) -> Response:
+        return JSONResponse(MessageToDict(card))
+
+    front = HttpListener(
+        Starlette(routes=[Route(AGENT_CARD_WELL_KNOWN_PATH, card_route)]), "127.0.0.1", free_port()
+    )
+    await front.start()
+    try:
+        yield f"http://127.0.0.1:{front.port}"
+    finally:
+        await front.aclose()
 
 
 def rotate(path: Path, token: str) -> None:
@@ -52,30 +87,38 @@ def rotate(path: Path, token: str) -> None:
     os.replace(fresh, path)
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
 async def test_an_agent_that_admits_the_console_answers_every_call_it_makes(
-    tmp_path: Path,
+    tmp_path: Path, binding: str
 ) -> None:
     issuer = Issuer()
     volume = tmp_path / "token"
     rotate(volume, signed(issuer, CONSOLE))
     calls = AgentCalls(identity=TokenFile(volume, check_interval=0))
     console_rule = AdmittedCaller(CONSOLE, identity.CONSOLE_SOURCE)
-    async with agent(
-        issuer, AdmittedCaller(CONCIERGE, "delegates_to of concierge"), console_rule
-    ) as served:
-        read = await calls.card(served.url)
-        events = [e async for e in calls.turn(served.url, "echo hello from the console", "c1")]
-        tasks = await calls.tasks(served.url, "c1")
-        task = await calls.task(served.url, tasks[0].id)
-        canceled = await calls.cancel(served.url, "c1", task.id)
+    refusal = "gRPC PERMISSION_DENIED" if binding == "GRPC" else "HTTP 403"
+    async with (
+        agent(
+            issuer,
+            AdmittedCaller(CONCIERGE, "delegates_to of concierge"),
+            console_rule,
+            grpc_on=binding == "GRPC",
+        ) as served,
+        card_offering(served.url, binding) as url,
+    ):
+        read = await calls.card(url)
+        events = [e async for e in calls.turn(url, "echo hello from the console", "c1")]
+        tasks = await calls.tasks(url, "c1")
+        task = await calls.task(url, tasks[0].id)
+        canceled = await calls.cancel(url, "c1", task.id)
         # the kubelet rotates the token to another identity: the next call sends it
         rotate(volume, signed(issuer, STRANGER))
-        with pytest.raises(AuthRefused, match=r"refused ListTasks \(HTTP 403\)"):
-            await calls.tasks(served.url)
+        with pytest.raises(AuthRefused, match=rf"refused ListTasks \({refusal}\)"):
+            await calls.tasks(url)
         rotate(volume, signed(issuer, CONSOLE))
-        assert [t.id for t in await calls.tasks(served.url, "c1")] == [task.id]
+        assert [t.id for t in await calls.tasks(url, "c1")] == [task.id]
         await calls.aclose()
-    assert read.card.name and read.interface == "JSONRPC"
+    assert read.card.name and read.interface == binding
     kinds = [e["kind"] for e in events]
     assert kinds[0] == "context" and "text" in kinds, events
     assert events[-1] == {
