@@ -30,7 +30,7 @@ from test_a2a_identity_inbound import CONCIERGE, STRANGER, signed
 from tests.token_issuer import AUDIENCE, ISSUER, Issuer
 
 from library_ioa.serving.listeners import HttpListener
-from mas.console.agents import AgentCalls
+from mas.console.agents import IDENTITY_REFUSED, AgentCalls
 from mas.ctl.client.errors import AuthRefused
 from mas.ctl.commands.console import _identity
 from mas.infra import identity
@@ -139,13 +139,16 @@ async def test_an_agent_that_does_not_admit_the_console_refuses_it(tmp_path: Pat
     calls = AgentCalls(identity=TokenFile(volume, check_interval=0))
     laptop = AgentCalls()  # mas-ctl console -f: no token of its own
     async with agent(issuer, AdmittedCaller(CONCIERGE, "delegates_to of concierge")) as served:
-        with pytest.raises(AuthRefused, match=r"refused ListTasks \(HTTP 403\)"):
+        with pytest.raises(AuthRefused, match=r"refused ListTasks \(HTTP 403\)") as refused:
             await calls.tasks(served.url)
         events = [e async for e in calls.turn(served.url, "quick refused", "c2")]
         with pytest.raises(AuthRefused, match=r"refused ListTasks \(HTTP 401\)"):
             await laptop.tasks(served.url)
         await calls.aclose()
     assert events[-1]["kind"] == "error" and "HTTP 403" in events[-1]["message"], events
+    # what the page says names what to change, not mas-ctl's options
+    assert str(refused.value).endswith(IDENTITY_REFUSED)
+    assert "--token-file" not in events[-1]["message"]
     assert served.runner.seen == []
 
 

@@ -46,7 +46,7 @@ from library_ioa.plugins.a2a.answers import reply_of_task
 from library_ioa.plugins.a2a.parts import text_of
 from mas.ctl.client.connection import Connection, connect
 from mas.ctl.client.credentials import Credentials, resolve_credentials
-from mas.ctl.client.errors import ClientError
+from mas.ctl.client.errors import AuthRefused, ClientError
 from mas.ctl.client.exchange import TurnIds, cancel_turn, send_turn, waiting_task
 from mas.infra.identity import IDENTITY_HEADER
 from mas.runtime.turns import ArtifactEmitted, Delegated, TextDelta, TurnEnded
@@ -58,6 +58,10 @@ ARTIFACT_TEXT_LIMIT = 64 * 1024  # characters of a text artifact a page shows
 DATA_LIMIT = 64 * 1024  # characters of a data artifact's JSON a page shows
 TASKS_SHOWN = 20
 CANCEL_SECONDS = 5.0  # for the CancelTask of a turn the page left
+IDENTITY_REFUSED = (
+    "the console called as its own ServiceAccount; an agent admits it when the chart's "
+    "console.admittedByAgents is true (the default) or the agent's a2a.allow lists it"
+)
 
 
 @dataclass
@@ -102,9 +106,16 @@ class AgentCalls:
 
     @contextlib.asynccontextmanager
     async def _connect(self, url: str) -> AsyncIterator[Connection]:
+        credentials = self._credentials()
         try:
-            async with connect(_args(url), self._credentials()) as conn:
+            async with connect(_args(url), credentials) as conn:
                 yield conn
+        except AuthRefused as exc:
+            if IDENTITY_HEADER not in credentials.headers:
+                raise
+            # the CLI's hint (--token-file ...) is not what a console's operator can change
+            refused = str(exc).partition("; ")[0]
+            raise AuthRefused(f"{refused}; {IDENTITY_REFUSED}") from None
         except ClientError:
             raise
         except Exception as exc:  # anything else the connection raised, as one line
