@@ -130,18 +130,21 @@ async def test_the_console_service_account_reads_what_the_console_needs(
     control_plane: Any, crd_installed: Any, envtest_namespace: str
 ) -> None:
     release = f"mc-{uuid.uuid4().hex[:6]}"
-    objects = [
-        o
-        for o in console_objects(
-            "--set",
-            f"console.namespaces={{{envtest_namespace}}}",
-            "--set",
-            f"fullnameOverride={release}",
-            namespace=envtest_namespace,
-        )
-        if o["kind"] in RBAC_KINDS
-    ]
+    rendered = console_objects(
+        "--set",
+        f"console.namespaces={{{envtest_namespace}}}",
+        "--set",
+        f"fullnameOverride={release}",
+        namespace=envtest_namespace,
+    )
+    objects = [o for o in rendered if o["kind"] in RBAC_KINDS]
     control_plane.apply_yaml(objects, namespace=envtest_namespace)
+    # the API server accepts the console's Deployment, its projected token volume included
+    [deployment] = control_plane.apply_yaml(
+        [o for o in rendered if o["kind"] == "Deployment"], namespace=envtest_namespace
+    )
+    volumes = {v["name"] for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert "a2a-token" in volumes
     try:
         core = k8s.CoreV1Api(control_plane.api_client())
         account = f"{release}-console"
