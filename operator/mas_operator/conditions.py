@@ -50,6 +50,7 @@ class AgentObserved:
     ready: bool
     url: str | None
     card_url: str | None
+    metrics_url: str | None = None
 
     def as_status(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -61,6 +62,8 @@ class AgentObserved:
             out["url"] = self.url
         if self.card_url is not None:
             out["card_url"] = self.card_url
+        if self.metrics_url is not None:
+            out["metrics_url"] = self.metrics_url
         return out
 
 

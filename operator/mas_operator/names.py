@@ -20,6 +20,7 @@ ANNOTATION_CONFIG_HASH = f"{DOMAIN}/config-hash"
 ANNOTATION_SECRETS_HASH = f"{DOMAIN}/secrets-hash"
 ANNOTATION_CARD_URL = f"{DOMAIN}/card-url"
 ANNOTATION_URL = f"{DOMAIN}/url"
+ANNOTATION_METRICS_URL = f"{DOMAIN}/metrics-url"
 ANNOTATION_GENERATION = f"{DOMAIN}/application-generation"
 # Set on an Application to any new value to run its conformance probes again.
 ANNOTATION_CONFORMANCE_RUN = f"{DOMAIN}/conformance-run"

@@ -70,6 +70,7 @@ class AgentPlan:
     peers: tuple[Peer, ...]
     secrets: tuple[SecretKeyRef, ...]
     mcp_port: int | None = None  # an MCP door beside the agent's own endpoint
+    metrics_url: str | None = None  # the runtime's /metrics through the agent's Service
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,7 @@ def _agent_plan(
         peers=_unique(peers),
         secrets=tuple(unique_secrets.values()),
         mcp_port=parse_advertised_url(mcp_door.url).port if mcp_door and mcp_door.url else None,
+        metrics_url=service_url(app.metadata.name, agent, namespace, METRICS_PORT) + "/metrics",
     )
 
 

@@ -43,6 +43,7 @@ from mas_operator.manifests import owned
 from mas_operator.names import (
     ANNOTATION_CARD_URL,
     ANNOTATION_GENERATION,
+    ANNOTATION_METRICS_URL,
     ANNOTATION_URL,
     LABEL_AGENT,
     application_selector,
@@ -124,7 +125,12 @@ def _observe_agents(
         want, ready, complete = _deployment_ready(dep)
         notes = annotations.get(agent, {})
         out[agent] = AgentObserved(
-            want, ready, complete, notes.get(ANNOTATION_URL), notes.get(ANNOTATION_CARD_URL)
+            want,
+            ready,
+            complete,
+            notes.get(ANNOTATION_URL),
+            notes.get(ANNOTATION_CARD_URL),
+            notes.get(ANNOTATION_METRICS_URL),
         )
     return dict(sorted(out.items()))
 

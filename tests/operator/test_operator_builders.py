@@ -112,6 +112,8 @@ def test_default_url_is_the_service_dns_name_and_peers_route_to_it() -> None:
     researcher = plan.agent("researcher")
     assert researcher.url == "http://desk-researcher.team-a.svc:8080"
     assert researcher.card_url == researcher.url + "/.well-known/agent-card.json"
+    # the runtime's metrics through the same Service, on its own port
+    assert researcher.metrics_url == "http://desk-researcher.team-a.svc:9464/metrics"
     concierge = plan.agent("concierge")
     remote = [r for r in concierge.routes if r.kind == "remote"]
     assert [(r.target, r.url) for r in remote] == [("researcher", researcher.url)]

@@ -89,6 +89,7 @@ def test_example_converges_with_owned_children_and_status(start_operator: Any, a
         ("a2a-http", 8401),
         ("a2a-grpc", 8411),
         ("mcp-http", 8404),  # the concierge's MCP door
+        ("metrics", 9464),  # the runtime's /metrics, which the console reads
     ]
     reconciling = wait_condition(api, APP, "Reconciling", "True")
     assert reconciling["reason"] == "RolloutInProgress"
@@ -107,6 +108,7 @@ def test_example_converges_with_owned_children_and_status(start_operator: Any, a
         "ready_replicas": 1,
         "url": f"http://{APP}-concierge.{api.ns}.svc:8401",  # the loopback url, mapped
         "card_url": f"http://{APP}-concierge.{api.ns}.svc:8401/.well-known/agent-card.json",
+        "metrics_url": f"http://{APP}-concierge.{api.ns}.svc:9464/metrics",
     }
     assert set(status) == {
         "observedGeneration",

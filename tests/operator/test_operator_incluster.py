@@ -94,8 +94,10 @@ def test_example_pod_documents_advertise_and_route_through_services() -> None:
         "maslab.io/url": "http://research-desk-concierge.team-a.svc:8401",
         "maslab.io/card-url": "http://research-desk-concierge.team-a.svc:8401"
         "/.well-known/agent-card.json",
+        "maslab.io/metrics-url": "http://research-desk-concierge.team-a.svc:9464/metrics",
     }
-    assert [p["port"] for p in service["spec"]["ports"]] == [8401, 8411, 8404]  # A2A, gRPC, MCP
+    # A2A, gRPC, MCP, metrics
+    assert [p["port"] for p in service["spec"]["ports"]] == [8401, 8411, 8404, 9464]
 
 
 def test_a_public_url_is_advertised_as_written_and_peers_still_use_the_service() -> None:
@@ -207,7 +209,7 @@ def test_a_pod_local_grpc_url_is_mapped_to_the_service_and_its_port_deployed() -
     ]
     children = build_children(plan)
     service = kind(children, "Service")["research-desk-researcher"]
-    assert [p["port"] for p in service["spec"]["ports"]] == [8402, 8412]
+    assert [p["port"] for p in service["spec"]["ports"]] == [8402, 8412, 9464]
     own = yaml.safe_load(
         kind(children, "ConfigMap")["research-desk-researcher"]["data"]["application.yaml"]
     )

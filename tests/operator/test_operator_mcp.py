@@ -51,6 +51,7 @@ def test_an_mcp_door_is_a_port_of_the_agents_own_pod_and_service() -> None:
     assert [(p["name"], p["port"]) for p in service["spec"]["ports"]] == [
         ("a2a-http", 8080),
         ("mcp-http", 8090),
+        ("metrics", 9464),
     ]
     [deployment] = by_kind(children, "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]

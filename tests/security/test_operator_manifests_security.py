@@ -1,4 +1,5 @@
-"""What the operator renders: the metrics port off every Service, Secrets only as references."""
+"""What the operator renders: the metrics port only to the metrics listener and only from
+``metrics_namespace``, Secrets only as references."""
 
 from __future__ import annotations
 
@@ -35,19 +36,44 @@ def of_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [d for d in docs if d["kind"] == kind]
 
 
-def test_the_metrics_port_is_on_no_service(rendered: list[dict[str, Any]]) -> None:
+def test_the_metrics_port_leads_only_to_the_metrics_listener(
+    rendered: list[dict[str, Any]],
+) -> None:
+    """The Service carries the metrics port for the console, which may not list Pods
+    (docs/security.md, The metrics port): named ``metrics``, to the container port of that
+    name, never an A2A door's; no other Service port reaches it; and the NetworkPolicy admits
+    it from no one (no ``metrics_namespace`` here), as it did on the pod port alone."""
     services = of_kind(rendered, "Service")
     assert {s["metadata"]["name"] for s in services} == {"desk-front", "desk-back"}
     for service in services:
-        for port in service["spec"]["ports"]:
-            assert port["name"] != "metrics"
-            assert METRICS_PORT not in (port["port"], port.get("targetPort"))
-            assert port.get("targetPort") != "metrics"
-    for deployment in of_kind(rendered, "Deployment"):  # the port exists, only on the pod
+        metered = [
+            p for p in service["spec"]["ports"] if METRICS_PORT in (p["port"], p["targetPort"])
+        ]
+        metered += [p for p in service["spec"]["ports"] if p["targetPort"] == "metrics"]
+        assert (
+            metered
+            == [
+                {
+                    "name": "metrics",
+                    "port": METRICS_PORT,
+                    "targetPort": "metrics",
+                    "protocol": "TCP",
+                }
+            ]
+            * 2
+        )
+    for deployment in of_kind(rendered, "Deployment"):  # the port the Service leads to
         [container] = deployment["spec"]["template"]["spec"]["containers"]
         assert {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"} in container[
             "ports"
         ]
+        command = container["command"]
+        assert command[command.index("--metrics-port") + 1] == str(METRICS_PORT)
+    policies = of_kind(rendered, "NetworkPolicy")
+    assert len(policies) == 2
+    for policy in policies:
+        for rule in policy["spec"]["ingress"]:
+            assert {"protocol": "TCP", "port": METRICS_PORT} not in rule["ports"], rule
 
 
 def test_secrets_reach_pods_only_as_secret_key_refs(rendered: list[dict[str, Any]]) -> None:

@@ -61,5 +61,17 @@ def test_a_reconciled_application_carries_only_secret_references(
     for where, text in surfaces.items():
         for value in values.values():
             assert value not in text, f"a Secret value leaked into the {where}"
+    # The metrics port is on the agent's Service for the console (docs/security.md, The
+    # metrics port): it leads to the runtime's metrics listener only, never an A2A door, and
+    # the agent's NetworkPolicy admits it from nowhere unless metrics_namespace says so.
     for service in api.core.list_namespaced_service(api.ns).items:
-        assert all(p.port != METRICS_PORT and p.name != "metrics" for p in service.spec.ports)
+        metered = [p for p in service.spec.ports if METRICS_PORT in (p.port, p.target_port)]
+        assert [(p.name, p.port, p.target_port) for p in metered] == [
+            ("metrics", METRICS_PORT, "metrics")
+        ]
+    policies = api.net.list_namespaced_network_policy(api.ns).items
+    assert policies
+    for policy in policies:
+        for rule in policy.spec.ingress:
+            if any(port.port == METRICS_PORT for port in rule.ports or []):
+                assert rule._from, f"{policy.metadata.name} admits the metrics port from anywhere"

@@ -1111,6 +1111,11 @@ class AgentStatus(Model):
     ready_replicas: int = 0
     url: str | None = None
     card_url: str | None = None
+    metrics_url: str | None = Field(
+        default=None,
+        description="The runtime's /metrics through the agent's Service: one ready pod's "
+        "counters per connection.",
+    )
     conformant: AgentConformance | None = Field(
         default=None, description="Present when spec.conformance.enabled."
     )

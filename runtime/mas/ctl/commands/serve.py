@@ -14,8 +14,9 @@
 - Hosts in-process the private workers the agent reaches through local routes; remote
   peers go through their ``agent_comm`` plugin (A2AAgentComm for ``a2a``).
 - Advertises a control endpoint in the control directory unless ``--no-control``.
-- ``/metrics`` (runtime and A2A metrics) on ``--metrics-port`` (a separate listener, kept
-  off the public Service), else on the A2A port.
+- ``/metrics`` (runtime and A2A metrics) on ``--metrics-port`` (a separate listener, off
+  the A2A doors; in a cluster its own Service port, admitted only from the Application's
+  ``metrics_namespace``), else on the A2A port.
 - Push-notification URLs follow the endpoint's ``a2a.push`` policy (``docs/security.md``);
   ``--public-push-urls-only`` overrides it with the SDK's strict public-only validator.
 - Loads only the a2a-sdk extras the document uses: gRPC for a gRPC port (or an A2A peer),
