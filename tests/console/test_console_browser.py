@@ -124,6 +124,24 @@ async def test_a_chat_turn_streams_and_shows_the_delegation(page: Page, desk: Ou
         desk.release.unlink()
 
 
+async def test_an_agents_badge_counts_the_turn_just_had(page: Page, desk: OurAgent) -> None:
+    """The badge reads the agent's /metrics (``mas-ctl serve``'s, on its A2A port) and is
+    kept current by the page's update stream: a turn in the chat shows, without a reload."""
+    async with console(source_of(desk_path(desk)), page) as url:
+        await page.goto(url + "/apps/local/session-modes")
+        badge = page.locator('tr[data-agent="desk"] .activity .badge')
+        await expect(badge).to_have_text(re.compile(r"^\d+ turns?, "), timeout=WAIT)
+        before = int((await badge.inner_text()).split()[0])
+        await page.locator('tr[data-agent="desk"]').get_by_role("link", name="desk").click()
+        box = page.get_by_label("Message")
+        await box.fill("ask helper count me")
+        await box.press("Enter")
+        await expect(page.locator("#chat-status")).to_have_text("done", timeout=WAIT)
+        await page.get_by_role("link", name="session-modes").click()
+        counted = re.compile(rf"^{before + 1} turns?, [0-9.?]+/min, \d+ errors?$")
+        await expect(badge).to_have_text(counted, timeout=WAIT)
+
+
 async def test_a_conversation_with_the_concierge_shows_the_hop_to_the_researcher(
     page: Page, example: Example
 ) -> None:
@@ -287,6 +305,9 @@ async def test_an_agent_that_is_down_is_said_and_the_page_stays_usable(
         await page.get_by_role("link", name="console-test").click()
         await expect(page.locator('g.node[data-node="gone"]')).to_be_visible()
         await expect(page.locator("#app-ready")).to_have_text("Ready: False", timeout=WAIT)
+        activity = page.locator('tr[data-agent="gone"] .activity .badge')
+        await expect(activity).to_have_text("metrics unreachable", timeout=WAIT)
+        await expect(activity).to_have_attribute("title", re.compile(r"^cannot reach "))
 
 
 async def test_every_page_shows_what_the_docs_show(

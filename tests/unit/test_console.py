@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 import yaml
 from a2a.types import AgentCard, AgentSkill
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from mas.console import pages
+from mas.console.badges import Badge, MetricsError, counts
 from mas.console.cluster_source import application_view
 from mas.console.files import download_name, file_response
 from mas.console.graph import layout, svg
@@ -222,6 +224,7 @@ def with_status() -> dict[str, Any]:
         "agents": {
             "concierge": {
                 "url": "http://research-desk-concierge.team-a.svc:8401",
+                "metrics_url": "http://research-desk-concierge.team-a.svc:9464/metrics",
                 "replicas": 1,
                 "ready_replicas": 1,
             },
@@ -252,6 +255,9 @@ def test_an_application_object_reads_as_its_status_says() -> None:
     assert concierge is not None and concierge.url == (
         "http://research-desk-concierge.team-a.svc:8401"
     )
+    assert concierge.metrics_url == "http://research-desk-concierge.team-a.svc:9464/metrics"
+    researcher = view.agent("researcher")
+    assert researcher is not None and researcher.metrics_url is None  # none reported: no badge
     assert view.agents_ready == "1/2"
     assert [(e.target, e.state, e.reason) for e in view.edges] == [
         ("researcher", "Pending", "ScaledToZero")
@@ -265,6 +271,7 @@ def test_an_application_without_routes_shows_its_planned_edges_unknown() -> None
     view = application_view(obj, [])
     assert len(view.edges) == 5 and {e.state for e in view.edges} == {"Unknown"}
     assert all(a.url is None for a in view.agents)  # never the laptop's 127.0.0.1
+    assert all(a.metrics_url is None for a in view.agents)
 
 
 def test_a_spec_that_does_not_wire_says_why_and_keeps_the_status_nodes() -> None:
@@ -273,3 +280,49 @@ def test_a_spec_that_does_not_wire_says_why_and_keeps_the_status_nodes() -> None
     view = application_view(obj, [])
     assert view.problems and "nobody" in " ".join(view.problems)
     assert {a.id for a in view.agents} == {"concierge", "researcher"}
+
+
+def exposition(turns: dict[tuple[str, str], int]) -> str:
+    """The runtime's turn counter, as ``mas.runtime.metrics`` declares it, in text."""
+    registry = CollectorRegistry()
+    counter = Counter("maslab_turns", "Turns ended.", ["agent", "outcome"], registry=registry)
+    for (agent, outcome), count in turns.items():
+        counter.labels(agent, outcome).inc(count)
+    return generate_latest(registry).decode()
+
+
+def test_turns_and_errors_are_the_agents_own_from_real_exposition() -> None:
+    text = exposition(
+        {
+            ("desk", "completed"): 4,
+            ("desk", "failed"): 2,
+            ("desk", "input_required"): 1,
+            ("desk", "withdrawn"): 5,  # never ran: not a turn
+            ("helper", "completed"): 9,  # another agent of the same runtime
+        }
+    )
+    assert counts(text, "desk") == (7, 2)
+    assert counts(text, "helper") == (9, 0)
+    assert counts(text, "nobody") == (0, 0)
+
+
+@pytest.mark.parametrize("body", ["<html><body>hi</body></html>", '{"turns": 3}', "garbage"])
+def test_an_answer_that_is_not_prometheus_text_says_so(body: str) -> None:
+    with pytest.raises(MetricsError, match="not Prometheus text"):
+        counts(body, "desk")
+
+
+def test_a_badge_says_its_counts_or_why_there_are_none() -> None:
+    assert Badge("ok", 1, 0, None).text == "1 turn, ?/min, 0 errors"
+    assert Badge("ok", 12, 1, 2.25).text == "12 turns, 2.2/min, 1 error"
+    assert Badge("unreachable", message="x").text == "metrics unreachable"
+
+
+def test_the_agent_table_shows_the_badge_escaped() -> None:
+    view = application_view(with_status(), [])
+    badge = Badge("unreachable", message=HOSTILE)
+    body = pages.application_page(view, "cluster", {"concierge": badge})
+    no_markup_from(body)
+    row = re.search(r'<tr data-agent="concierge">.*?</tr>', body)
+    assert row is not None and "metrics unreachable" in row.group(0)
+    assert "no metrics url" in body  # the researcher: no metrics_url reported

@@ -14,7 +14,10 @@
 =======================================================  ====================================
 
 Every page renders from the source's memory; only the agent and task pages call an agent,
-each call bounded by :data:`CALL_SECONDS`, and a failed call is a line on the page.
+each call bounded by :data:`CALL_SECONDS`, and a failed call is a line on the page. The
+Application page shows each agent's badge as last read (:mod:`mas.console.badges`); its
+update stream reads the badges again every :data:`~mas.console.badges.TTL_SECONDS` while it
+is open and sends them when they changed (the reads are shared by every open page).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from starlette.staticfiles import StaticFiles
 
 from mas.console import pages
 from mas.console.agents import AgentCalls, file_of, task_record
+from mas.console.badges import TTL_SECONDS, Badge, Badges
 from mas.console.files import file_response
 from mas.console.security import Access, Guard
 from mas.console.sources import Source
@@ -62,10 +66,14 @@ class ConsoleOptions:
 
 
 def build_app(
-    source: Source, options: ConsoleOptions, calls: AgentCalls | None = None
+    source: Source,
+    options: ConsoleOptions,
+    calls: AgentCalls | None = None,
+    badges: Badges | None = None,
 ) -> Starlette:
     """The console over ``source``; starting and stopping the app starts and stops it."""
     calls = calls or AgentCalls()
+    badges = badges or Badges()
     mode = source.mode
 
     def html(body: str, status: int = 200) -> HTMLResponse:
@@ -87,16 +95,21 @@ def build_app(
         view = find(request)
         if view is None:
             return html(pages.not_found(_missing(request), mode), 404)
-        return html(pages.application_page(view, mode))
+        return html(pages.application_page(view, mode, _cached(badges, view)))
 
     async def app_updates(request: Request) -> Response:
         ns, name = request.path_params["ns"], request.path_params["name"]
 
         def payload() -> str:
             view = source.application(ns, name)
-            return json.dumps(_app_update(view))
+            return json.dumps(_app_update(view, _cached(badges, view) if view else {}))
 
-        return _sse(source, lambda key: key in (f"{ns}/{name}", "*"), payload)
+        async def refresh() -> None:
+            view = source.application(ns, name)
+            if view is not None:
+                await badges.read_all(_metered(view))
+
+        return _sse(source, lambda key: key in (f"{ns}/{name}", "*"), payload, refresh)
 
     async def agent(request: Request) -> Response:
         view = find(request)
@@ -226,6 +239,7 @@ def build_app(
             yield
         finally:
             await calls.aclose()
+            await badges.aclose()
             await source.stop()
 
     routes = [
@@ -282,7 +296,17 @@ async def _bounded(call: Any) -> Any:
         return str(exc)
 
 
-def _app_update(view: ApplicationView | None) -> dict[str, Any]:
+def _metered(view: ApplicationView) -> list[tuple[str, str]]:
+    """``(metrics url, agent)`` of every deployed agent that has a metrics url."""
+    return [(a.metrics_url, a.id) for a in view.deployed if a.metrics_url]
+
+
+def _cached(badges: Badges, view: ApplicationView) -> dict[str, Badge]:
+    """Each metered agent's badge as last read, by agent id."""
+    return {agent: badges.cached(url) for url, agent in _metered(view)}
+
+
+def _app_update(view: ApplicationView | None, shown: dict[str, Badge]) -> dict[str, Any]:
     if view is None:
         return {"gone": True}
     return {
@@ -294,7 +318,15 @@ def _app_update(view: ApplicationView | None) -> dict[str, Any]:
             {"key": e.key, "state": e.state, "reason": e.reason, "message": e.message}
             for e in view.edges
         ],
-        "agents": [{"id": a.id, "replicas": _replicas(a)} for a in view.agents if a.deployed],
+        "agents": [
+            {
+                "id": a.id,
+                "replicas": _replicas(a),
+                "activity": shown[a.id].as_json() if a.id in shown else None,
+            }
+            for a in view.agents
+            if a.deployed
+        ],
     }
 
 
@@ -304,18 +336,38 @@ def _replicas(agent: Any) -> str:
     return {True: "answers", False: "no answer", None: "not checked"}[agent.reachable]
 
 
-def _sse(source: Source, wanted: Any, payload: Any) -> StreamingResponse:
+def _sse(source: Source, wanted: Any, payload: Any, refresh: Any = None) -> StreamingResponse:
+    """A stream of ``payload()`` on every wanted change, and a keepalive comment after
+    :data:`KEEPALIVE_SECONDS` of silence; with ``refresh``, that coroutine also runs every
+    :data:`TTL_SECONDS` (at once first) and the payload is sent again when it changed."""
+
     async def stream() -> AsyncIterator[str]:
+        loop = asyncio.get_running_loop()
         with source.changes.subscribe() as queue:
-            yield f"data: {payload()}\n\n"
+            sent = payload()
+            yield f"data: {sent}\n\n"
+            spoke = due = loop.time()
             while True:
+                if refresh is not None and loop.time() >= due:
+                    await refresh()
+                    due = loop.time() + TTL_SECONDS
+                    if payload() != sent:
+                        sent = payload()
+                        spoke = loop.time()
+                        yield f"data: {sent}\n\n"
+                quiet_until = spoke + KEEPALIVE_SECONDS
+                wake = min(due, quiet_until) if refresh is not None else quiet_until
                 try:
-                    key = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                    key = await asyncio.wait_for(queue.get(), max(0.0, wake - loop.time()))
                 except TimeoutError:
-                    yield ": keepalive\n\n"
+                    if loop.time() >= quiet_until:
+                        spoke = loop.time()
+                        yield ": keepalive\n\n"
                     continue
                 if wanted(key):
-                    yield f"data: {payload()}\n\n"
+                    sent = payload()
+                    spoke = loop.time()
+                    yield f"data: {sent}\n\n"
 
     return StreamingResponse(
         stream(),

@@ -12,7 +12,8 @@ An Application's view: nodes from its spec (wired as the operator wires it; a sp
 does not wire shows the problems, and the nodes ``status`` names), edges from
 ``status.routes`` (the planned edges, state Unknown, until the operator reports them),
 replicas and conformance from ``status.agents``, agents reached at ``status.agents.<id>.url``
-(their Services).
+(their Services), their badges read at ``status.agents.<id>.metrics_url`` (an operator that
+reports none: no badge).
 """
 
 from __future__ import annotations
@@ -307,8 +308,11 @@ def application_view(obj: Mapping[str, Any], events: list[EventView]) -> Applica
         if not isinstance(seen, dict):
             if agent.deployed:
                 agent.url = None  # not reported yet: the spec's url is the laptop's
+                agent.metrics_url = None
             continue
         agent.url = seen.get("url") or None
+        metrics = seen.get("metrics_url")
+        agent.metrics_url = metrics if isinstance(metrics, str) and metrics else None
         agent.replicas = _int(seen.get("replicas"))
         agent.ready_replicas = _int(seen.get("ready_replicas"))
         conformant = seen.get("conformant")

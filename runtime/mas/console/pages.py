@@ -13,6 +13,7 @@ from urllib.parse import quote
 from a2a.types import AgentCard
 from google.protobuf.json_format import MessageToDict
 
+from mas.console.badges import Badge
 from mas.console.files import download_name, shows_inline
 from mas.console.graph import svg
 from mas.console.html import attr, esc, page, safe_link
@@ -69,14 +70,18 @@ def _list_row(view: ApplicationView) -> str:
     return f'<tr data-key="{attr(view.key)}">{"".join(cells)}</tr>'
 
 
-def application_page(view: ApplicationView, mode: str) -> str:
+def application_page(
+    view: ApplicationView, mode: str, badges: dict[str, Badge] | None = None
+) -> str:
+    """The Application page; ``badges``: each metered agent's badge as last read."""
+    shown = badges or {}
     problems = "".join(f'<p class="problem" role="alert">{esc(p)}</p>' for p in view.problems)
     legend = (
         '<ul class="legend" aria-label="edge states">'
         '<li class="state-ready">Ready</li><li class="state-pending">Pending</li>'
         '<li class="state-unreachable">Unreachable</li><li class="state-unknown">Unknown</li></ul>'
     )
-    agents = "".join(_agent_row(view, a) for a in view.agents[:AGENTS_LISTED])
+    agents = "".join(_agent_row(view, a, shown.get(a.id)) for a in view.agents[:AGENTS_LISTED])
     more = (
         f"<p>{len(view.agents) - AGENTS_LISTED} more agents not listed.</p>"
         if len(view.agents) > AGENTS_LISTED
@@ -113,6 +118,7 @@ def application_page(view: ApplicationView, mode: str) -> str:
         '<section aria-labelledby="agents-h"><h2 id="agents-h">Agents</h2>'
         '<table><thead><tr><th scope="col">Agent</th><th scope="col">Runs</th>'
         '<th scope="col">Replicas ready</th><th scope="col">Conformant</th>'
+        '<th scope="col">Turns (from /metrics)</th>'
         f'<th scope="col">URL</th></tr></thead><tbody>{agents}</tbody></table>{more}</section>'
         + (
             '<section aria-labelledby="ext-h"><h2 id="ext-h">Used endpoints</h2><table><thead>'
@@ -134,7 +140,7 @@ def application_page(view: ApplicationView, mode: str) -> str:
     return page(view.name, body, mode=mode, scripts=("app.js",))
 
 
-def _agent_row(view: ApplicationView, agent: Any) -> str:
+def _agent_row(view: ApplicationView, agent: Any, badge: Badge | None) -> str:
     href = f"{app_path(view)}/agents/{quote(agent.id, safe='')}"
     link = f'<a href="{attr(href)}">{esc(agent.id)}</a>'
     entry = ' <span class="badge">entry</span>' if agent.entry else ""
@@ -154,7 +160,18 @@ def _agent_row(view: ApplicationView, agent: Any) -> str:
         f'<tr data-agent="{attr(agent.id)}"><td>{link}{entry}</td><td>{esc(runs)}</td>'
         f'<td class="replicas">{esc(replicas)}</td>'
         f'<td class="status-{attr(conformant.lower())}" title="{attr(agent.conformance_message)}">'
-        f"{esc(conformant)}</td><td>{esc(agent.url or '')}</td></tr>"
+        f"{esc(conformant)}</td>{activity_cell(agent, badge)}<td>{esc(agent.url or '')}</td></tr>"
+    )
+
+
+def activity_cell(agent: Any, badge: Badge | None) -> str:
+    """The agent's turns badge (``app.js`` keeps it current); its title says why."""
+    if badge is None:
+        text = "no metrics url" if agent.deployed else ""
+        return f'<td class="activity">{esc(text)}</td>'
+    return (
+        f'<td class="activity"><span class="badge activity-{attr(badge.state)}" '
+        f'title="{attr(badge.message)}">{esc(badge.text)}</span></td>'
     )
 
 

@@ -8,6 +8,7 @@ so the two sources draw one document alike.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
 
 from mas.infra.models import Application
 from mas.infra.routes import Routes
@@ -31,6 +32,7 @@ class AgentNode:
     entry: bool = False
     deployed: bool = False
     url: str | None = None
+    metrics_url: str | None = None  # its runtime's /metrics (mas.console.badges)
     hosts: tuple[str, ...] = ()
     replicas: int | None = None
     ready_replicas: int | None = None
@@ -176,6 +178,7 @@ def structure(app: Application, routes: Routes) -> tuple[list[AgentNode], list[E
                 entry=agent_id == app.spec.agency.entry,
                 deployed=agent_id in deployed,
                 url=deployed.get(agent_id),
+                metrics_url=metrics_url_of(deployed.get(agent_id)),
                 hosts=tuple(hosts.get(agent_id, ())),
             )
         )
@@ -188,6 +191,17 @@ def structure(app: Application, routes: Routes) -> tuple[list[AgentNode], list[E
             continue
         externals.append(ExternalNode(key, endpoint.protocol, endpoint.url))
     return agents, externals
+
+
+def metrics_url_of(url: str | None) -> str | None:
+    """Where ``mas-ctl serve`` answers ``/metrics`` for an agent at ``url``: the root of its
+    A2A listener (without ``--metrics-port``)."""
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return urlunsplit((parts.scheme, parts.netloc, "/metrics", "", ""))
 
 
 def planned_edges(app: Application, routes: Routes) -> list[EdgeView]:

@@ -61,7 +61,14 @@
     }
     for (const a of update.agents) {
       for (const row of document.querySelectorAll("tr[data-agent]")) {
-        if (row.dataset.agent === a.id) row.querySelector(".replicas").textContent = a.replicas;
+        if (row.dataset.agent !== a.id) continue;
+        row.querySelector(".replicas").textContent = a.replicas;
+        if (!a.activity) continue;
+        const badge = document.createElement("span");
+        badge.className = "badge activity-" + a.activity.state;
+        badge.title = a.activity.message;
+        badge.textContent = a.activity.text;
+        row.querySelector(".activity").replaceChildren(badge);
       }
     }
   };
