@@ -51,6 +51,8 @@ async def shoot(page: Page, url: str, out: Path) -> dict[str, Path]:
     await expect(hop).to_have_class(re.compile(r"\bstate-ready\b"), timeout=WAIT)
     await click_edge(page, hop)
     await expect(page.locator("#edge-detail")).to_contain_text("TargetReady")
+    badge = page.locator('tr[data-agent="concierge"] .activity .badge')
+    await expect(badge).to_have_text(re.compile(r"^\d+ turns?, "), timeout=WAIT)
     await snap("application")
 
     await page.locator('tr[data-agent="concierge"]').get_by_role("link").click()
