@@ -9,21 +9,28 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from console_support import serving
+import yaml
+from console_support import one_agent_document, serving
 from prometheus_client import CollectorRegistry, Counter
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from tests.ctl_client.ctl_client_support import OurAgent
 from tests.ports import free_port
+from tests.session_modes.session_modes_support import write_app
 
 from library_ioa.serving.metrics import metrics_route
 from mas.console.agents import AgentCalls
+from mas.console.app import ConsoleOptions, build_app
 from mas.console.badges import Badges
+from mas.console.document_source import DocumentSource
 from mas.console.views import metrics_url_of
+from mas.infra.wiring import wire
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -156,6 +163,30 @@ async def test_a_real_agent_counts_the_turn_the_console_sent(desk: OurAgent) -> 
     finally:
         await badges.aclose()
         await calls.aclose()
+
+
+async def test_twenty_open_application_pages_share_the_reads(tmp_path: Path) -> None:
+    """Twenty open Application pages (their update streams) all get the badge; the agent's
+    /metrics is read once (the TTL here outlasts the test, so no second round is due)."""
+    async with metered() as agent:
+        agent.turns.labels("solo", "completed").inc()
+        base = agent.url.removesuffix("/metrics")
+        path = write_app(tmp_path / "solo.yaml", one_agent_document("solo", base))
+        source = DocumentSource(wire(yaml.safe_load(path.read_text())), interval=60)
+        app = build_app(source, ConsoleOptions(), badges=Badges(ttl=3600))
+        async with serving(app, "console") as url, httpx.AsyncClient(timeout=30) as http:
+
+            async def badge_seen() -> str:
+                feed = f"{url}/apps/local/console-test/updates"
+                async with http.stream("GET", feed) as response:
+                    async for line in response.aiter_lines():
+                        if line.startswith("data: ") and '"1 turn, ' in line:
+                            return line
+                return ""
+
+            seen = await asyncio.wait_for(asyncio.gather(*(badge_seen() for _ in range(20))), 30)
+    assert all('"state": "ok"' in line for line in seen), seen
+    assert agent.reads.count("/metrics") == 1
 
 
 def test_the_metrics_url_of_an_agent_is_its_listeners_root() -> None:
