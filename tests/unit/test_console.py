@@ -316,6 +316,10 @@ def test_a_badge_says_its_counts_or_why_there_are_none() -> None:
     assert Badge("ok", 1, 0, None).text == "1 turn, ?/min, 0 errors"
     assert Badge("ok", 12, 1, 2.25).text == "12 turns, 2.2/min, 1 error"
     assert Badge("unreachable", message="x").text == "metrics unreachable"
+    # through a Service, one read is one pod's counters: the badge says so with several ready
+    assert Badge("ok", 3, 0, 1.0).shown(2) == "3 turns, 1.0/min, 0 errors (one pod of 2)"
+    assert Badge("ok", 3, 0, 1.0).shown(1) == Badge("ok", 3, 0, 1.0).text
+    assert Badge("unreachable").shown(3) == "metrics unreachable"
 
 
 def test_the_agent_table_shows_the_badge_escaped() -> None:

@@ -322,7 +322,7 @@ def _app_update(view: ApplicationView | None, shown: dict[str, Badge]) -> dict[s
             {
                 "id": a.id,
                 "replicas": _replicas(a),
-                "activity": shown[a.id].as_json() if a.id in shown else None,
+                "activity": shown[a.id].as_json(a.ready_replicas) if a.id in shown else None,
             }
             for a in view.agents
             if a.deployed

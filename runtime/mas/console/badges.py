@@ -68,8 +68,14 @@ class Badge:
             f"{self.errors} {'error' if self.errors == 1 else 'errors'}"
         )
 
-    def as_json(self) -> dict[str, Any]:
-        return {"state": self.state, "text": self.text, "message": self.message}
+    def shown(self, ready_replicas: int | None) -> str:
+        """:attr:`text`, saying it is one pod's count when the agent has several ready."""
+        if self.state == OK and ready_replicas is not None and ready_replicas > 1:
+            return f"{self.text} (one pod of {ready_replicas})"
+        return self.text
+
+    def as_json(self, ready_replicas: int | None = None) -> dict[str, Any]:
+        return {"state": self.state, "text": self.shown(ready_replicas), "message": self.message}
 
 
 CHECKING_BADGE = Badge(CHECKING, message="the console has not read this agent's /metrics yet")

@@ -171,7 +171,7 @@ def activity_cell(agent: Any, badge: Badge | None) -> str:
         return f'<td class="activity">{esc(text)}</td>'
     return (
         f'<td class="activity"><span class="badge activity-{attr(badge.state)}" '
-        f'title="{attr(badge.message)}">{esc(badge.text)}</span></td>'
+        f'title="{attr(badge.message)}">{esc(badge.shown(agent.ready_replicas))}</span></td>'
     )
 
 
