@@ -39,6 +39,21 @@ def create(api: client.CustomObjectsApi, namespace: str, doc: dict[str, Any]) ->
             "name is only for type api_key",
         ),
         ({"auth": {"schemes": [{"type": "oauth", "value_env": "E"}]}}, "Unsupported value"),
+        ({"auth": {"schemes": [{"type": "oidc"}]}}, "or oidc alone (type oidc)"),
+        (
+            {
+                "auth": {
+                    "schemes": [
+                        {
+                            "type": "oidc",
+                            "oidc": {"issuer": "http://idp.example", "audiences": ["a"]},
+                        }
+                    ]
+                }
+            },
+            "should match",
+        ),
+        ({"allow": ["oidc:someone"]}, "should match"),
         ({"max_body_bytes": 12}, "should be greater than or equal to 1024"),
         (
             {
@@ -78,8 +93,18 @@ def test_good_security_settings_are_admitted_unchanged(
             "schemes": [
                 {"type": "bearer", "secret_key_ref": {"name": "s", "key": "k"}},
                 {"type": "api_key", "name": "X-Key", "value_env": "KEY"},
+                {
+                    "type": "oidc",
+                    "oidc": {
+                        "issuer": "https://login.example.com/realms/staff",
+                        "audiences": ["mas"],
+                        "principal_claim": "email",
+                        "required_groups": ["mas-users"],
+                    },
+                },
             ]
         },
+        "allow": ["oidc:user:alice@example.com", "oidc:group:staff"],
     }
     stored = create(custom, envtest_namespace, document(a2a))
     assert stored["spec"]["endpoints"]["a"]["a2a"] == a2a

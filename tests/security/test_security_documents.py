@@ -31,8 +31,8 @@ pytestmark = [pytest.mark.timeout(60)]
         ),
         (
             {"auth": {"schemes": [{"type": "oauth", "value_env": "E"}]}},
-            "spec.endpoints.a.a2a.auth.schemes[0].type: 'oauth': Input should be 'bearer' or "
-            "'api_key'",
+            "spec.endpoints.a.a2a.auth.schemes[0].type: 'oauth': Input should be 'bearer', "
+            "'api_key' or 'oidc'",
         ),
         ({"auth": {"schemes": []}}, "spec.endpoints.a.a2a.auth.schemes"),
         ({"max_body_bytes": 12}, "spec.endpoints.a.a2a.max_body_bytes: 12"),

@@ -122,7 +122,10 @@ def test_rows_show_type_required_default_and_allowed_values() -> None:
         "spec.agency.agents.<id>.spec.skills[]",
         "spec.endpoints.<id>.a2a.extended_skills[]",
     ]
-    assert "set exactly one of secret_key_ref or value_env" in sections["AuthScheme"].rules
+    assert (
+        "set exactly one of secret_key_ref or value_env (bearer, api_key), or oidc alone "
+        "(type oidc)" in sections["AuthScheme"].rules
+    )
 
 
 class Inner(Model):

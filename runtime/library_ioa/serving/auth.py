@@ -39,6 +39,7 @@ from typing import Any
 from a2a.types import (
     APIKeySecurityScheme,
     HTTPAuthSecurityScheme,
+    OpenIdConnectSecurityScheme,
     SecurityRequirement,
     SecurityScheme,
     StringList,
@@ -92,12 +93,17 @@ class Credential:
         return f"Credential({self.scheme_id!r}, header={self.header!r})"
 
 
+SCHEME_BASES = {"bearer": "bearer", "api_key": "apiKey", "oidc": "oidc"}
+DISCOVERY_PATH = "/.well-known/openid-configuration"
+
+
 def scheme_ids(auth: A2AAuth) -> list[str]:
-    """Each scheme's name on the card: ``bearer``, ``apiKey``, numbered when repeated."""
+    """Each scheme's name on the card: ``bearer``, ``apiKey``, ``oidc``, numbered when
+    repeated."""
     seen: dict[str, int] = {}
     out = []
     for scheme in auth.schemes:
-        base = "bearer" if scheme.type == "bearer" else "apiKey"
+        base = SCHEME_BASES[scheme.type]
         seen[base] = seen.get(base, 0) + 1
         out.append(base if seen[base] == 1 else f"{base}{seen[base]}")
     return out
@@ -120,11 +126,14 @@ def _source(agent_id: str, index: int, scheme: AuthScheme) -> tuple[str, str]:
 def resolve_credentials(
     agent_id: str, auth: A2AAuth, env: Mapping[str, str] | None = None
 ) -> list[Credential]:
-    """The expected credentials of ``auth``, read from ``env`` (default ``os.environ``)."""
+    """The expected credentials of ``auth``, read from ``env`` (default ``os.environ``);
+    ``oidc`` schemes have none (their tokens are verified: :mod:`mas.runtime.identity.oidc`)."""
     env = os.environ if env is None else env
     out: list[Credential] = []
     ids = scheme_ids(auth)
     for index, scheme in enumerate(auth.schemes):
+        if scheme.type == "oidc":
+            continue
         variable, where = _source(agent_id, index, scheme)
         value = env.get(variable, "")
         if not value:
@@ -152,6 +161,14 @@ def card_security(auth: A2AAuth) -> tuple[dict[str, SecurityScheme], list[Securi
             schemes[name] = SecurityScheme(
                 http_auth_security_scheme=HTTPAuthSecurityScheme(
                     scheme="Bearer", description="A bearer token in the Authorization header."
+                )
+            )
+        elif scheme.oidc is not None:
+            schemes[name] = SecurityScheme(
+                open_id_connect_security_scheme=OpenIdConnectSecurityScheme(
+                    open_id_connect_url=scheme.oidc.issuer.rstrip("/") + DISCOVERY_PATH,
+                    description="An ID token of this OpenID Connect issuer, for audience "
+                    f"{', '.join(scheme.oidc.audiences)}, in 'Authorization: Bearer'.",
                 )
             )
         else:

@@ -17,12 +17,16 @@ A refusal is answered in the transport's form, never with a token's text:
   ``reason`` is the check's reason.
 
 A 401 carries a ``WWW-Authenticate`` challenge. The gRPC form is in :mod:`.grpc_callers`.
+
+With ``oidc`` schemes in ``a2a.auth`` the check also gets the ``Authorization`` bearer token
+(:func:`endpoint_check`), and an endpoint that has them is served through a caller check
+even in a local run (no cluster identity): the OIDC verification is the check's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from library_ioa.serving.asgi import ASGIApp, Receive, Scope, Send
 from library_ioa.serving.auth import (
@@ -31,14 +35,49 @@ from library_ioa.serving.auth import (
     REDACTED,
     UNAUTHENTICATED_RPC_CODE,
     Authenticator,
+    scheme_ids,
 )
 from library_ioa.serving.json_answers import send_json
 from library_ioa.serving.principals import Principal
-from mas.infra.identity import IDENTITY_HEADER
+from mas.infra.identity import IDENTITY_HEADER, endpoint_admission
 from mas.runtime.identity.callers import CallerCheck, Decision
 from mas.telemetry import tracing
 
+if TYPE_CHECKING:
+    from mas.infra.models import Endpoint
+
 IDENTITY_KEY = IDENTITY_HEADER.encode("latin-1")
+AUTHORIZATION_KEY = b"authorization"
+BEARER_PREFIX = "bearer "
+
+
+def bearer_of(value: bytes | str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` value, else None."""
+    if value is None:
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    if text[: len(BEARER_PREFIX)].lower() != BEARER_PREFIX:
+        return None
+    return text[len(BEARER_PREFIX) :].strip() or None
+
+
+def endpoint_check(
+    agent_id: str, endpoint: Endpoint, caller_check: CallerCheck | None
+) -> CallerCheck | None:
+    """The caller check serving ``endpoint``: ``caller_check`` (the cluster's) with the
+    endpoint's ``oidc`` schemes; with oidc schemes and no cluster check, one of its own that
+    admits the oidc callers (and ``a2a.allow``, ``a2a.anonymous``) and the static schemes."""
+    auth = endpoint.a2a.auth
+    if auth is None or not any(s.type == "oidc" for s in auth.schemes):
+        return caller_check
+    from mas.runtime.identity.oidc import endpoint_oidc  # PyJWT: only with an oidc scheme
+
+    oidc = endpoint_oidc(agent_id, auth.schemes, scheme_ids(auth))
+    if caller_check is None:
+        caller_check = CallerCheck(endpoint_admission(agent_id, endpoint), None)
+    return caller_check.with_oidc(oidc)
+
+
 CHALLENGE = b'Bearer realm="a2a", header="' + IDENTITY_KEY + b'"'
 STATUS_NAMES = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 503: "UNAVAILABLE"}
 
@@ -98,6 +137,7 @@ class HttpCallers:
             await self.app(scope, receive, send)
             return
         token: str | None = None
+        authorization: bytes | None = None
         presented: dict[str, bytes] = {}
         redacted: list[tuple[bytes, bytes]] = []  # one pass: read, then redact (the SDK logs)
         wanted, redact = self._wanted, self.redact
@@ -106,13 +146,17 @@ class HttpCallers:
             if name in redact:
                 if name == IDENTITY_KEY:
                     token = bytes(value).decode("latin-1").strip()
-                elif name in wanted:
-                    presented[wanted[name]] = bytes(value)
+                else:
+                    if name in wanted:
+                        presented[wanted[name]] = bytes(value)
+                    if name == AUTHORIZATION_KEY:
+                        authorization = bytes(value)
                 redacted.append((key, REDACTED))
             else:
                 redacted.append((key, value))
         scheme = self.authenticator.principal(presented) if self.authenticator else None
-        decision = await self.check.check(token, scheme)
+        bearer = bearer_of(authorization) if self.check.oidc is not None else None
+        decision = await self.check.check(token, scheme, bearer)
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
         if decision.admitted:
             scope = {**scope, "headers": redacted, "user": Principal(decision.principal)}

@@ -21,6 +21,7 @@ from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder
 
 from library_ioa.serving.auth import Authenticator
+from library_ioa.serving.callers import bearer_of
 from library_ioa.serving.principals import Principal
 from mas.infra.identity import IDENTITY_HEADER
 from mas.runtime.identity.callers import CallerCheck, Decision
@@ -47,15 +48,20 @@ class GrpcCallers(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     async def _decide(self, context: Any) -> Decision:
         wanted = self.authenticator.headers if self.authenticator is not None else frozenset()
         token: str | None = None
+        authorization: str | bytes | None = None
         presented: dict[str, bytes] = {}
         for key, value in context.invocation_metadata() or ():
             name = str(key).lower()
             if name == IDENTITY_HEADER:
                 token = (value.decode("latin-1") if isinstance(value, bytes) else value).strip()
-            elif name in wanted:
+                continue
+            if name in wanted:
                 presented[name] = value.encode() if isinstance(value, str) else value
+            if name == "authorization":
+                authorization = value
         scheme = self.authenticator.principal(presented) if self.authenticator else None
-        decision = await self.check.check(token, scheme)
+        bearer = bearer_of(authorization) if self.check.oidc is not None else None
+        decision = await self.check.check(token, scheme, bearer)
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
         if not decision.admitted:
             await context.abort(

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mas.infra.incluster import service_name
-from mas.infra.models import Application
+from mas.infra.models import Application, Endpoint
 from mas.infra.routes import Routes, doors_of
 
 AUDIENCE = "maslab.io/a2a"
@@ -163,3 +163,15 @@ def admission(
     if console:
         callers.setdefault(console, AdmittedCaller(console, CONSOLE_SOURCE))
     return Admission(agent, tuple(callers.values()), anonymous=anonymous, schemes=schemes)
+
+
+def endpoint_admission(agent: str, endpoint: Endpoint) -> Admission:
+    """The callers one endpoint of ``agent`` admits by itself (a local run, where no cluster
+    identity is checked): its ``a2a.allow``, its ``a2a.auth`` schemes, ``a2a.anonymous``."""
+    callers = tuple(
+        AdmittedCaller(principal, f"spec.endpoints.{agent}.a2a.allow[{index}]")
+        for index, principal in enumerate(endpoint.a2a.allow)
+    )
+    return Admission(
+        agent, callers, anonymous=endpoint.a2a.anonymous, schemes=endpoint.a2a.auth is not None
+    )

@@ -357,15 +357,81 @@ EnvName = Annotated[
 ]
 
 
+OIDC_PRINCIPAL_PREFIX = "oidc:user:"
+ISSUER_PATTERN = r"^(https://|http://(127\.0\.0\.1|localhost|\[::1\])[:/]).+"
+OIDC_GROUP_PREFIX = "oidc:group:"
+ClaimName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_.:/-]*$"),
+    Field(description="A JWT claim name."),
+]
+
+
+class OidcOptions(Model):
+    """An OpenID Connect issuer whose tokens (``Authorization: Bearer <JWT>``) admit a caller."""
+
+    issuer: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="The issuer URL, exactly as its tokens' iss names it; its discovery "
+        "document is <issuer>/.well-known/openid-configuration. https, or http on loopback.",
+        json_schema_extra={"pattern": ISSUER_PATTERN},
+    )
+    audiences: list[str] = Field(
+        min_length=1,
+        max_length=10,
+        description="Accepted audiences: the token's aud must hold one of them (the client id "
+        "the provider issued the token for).",
+    )
+    principal_claim: ClaimName = Field(
+        default="sub",
+        description="The claim naming the caller (e.g. sub, email, preferred_username); the "
+        "caller is then 'oidc:user:<value>' in a2a.allow, refusals and traces.",
+    )
+    groups_claim: ClaimName = Field(
+        default="groups", description="The claim listing the caller's groups."
+    )
+    required_groups: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_LIST,
+        description="When set, a caller must be in at least one of these groups (else 403).",
+    )
+
+    @field_validator("issuer")
+    @classmethod
+    def _issuer_url(cls, issuer: str) -> str:
+        if not re.match(ISSUER_PATTERN, issuer):
+            raise ValueError(
+                f"issuer {issuer!r} is not an issuer URL; accepted: https://HOST[/PATH] "
+                "(plain http only on loopback: 127.0.0.1, localhost, [::1])"
+            )
+        return issuer
+
+    @field_validator("audiences")
+    @classmethod
+    def _audiences(cls, audiences: list[str]) -> list[str]:
+        for index, audience in enumerate(audiences):
+            if not audience.strip():
+                raise ValueError(f"audiences[{index}] is empty; accepted: a client id or URI")
+        return audiences
+
+
 class AuthScheme(Model):
-    """One accepted inbound credential: a bearer token or an API key in a header."""
+    """One accepted inbound credential: a bearer token, an API key in a header, or a token
+    from an OpenID Connect issuer."""
 
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "has(self.secret_key_ref) != has(self.value_env)",
-                    "message": "set exactly one of secret_key_ref or value_env",
+                    "rule": "self.type == 'oidc' ? (has(self.oidc) && !has(self.secret_key_ref)"
+                    " && !has(self.value_env)) : has(self.secret_key_ref) != has(self.value_env)",
+                    "message": "set exactly one of secret_key_ref or value_env (bearer, "
+                    "api_key), or oidc alone (type oidc)",
+                },
+                {
+                    "rule": "!has(self.oidc) || self.type == 'oidc'",
+                    "message": "oidc is only for type oidc",
                 },
                 {
                     "rule": "!has(self.name) || self.type == 'api_key'",
@@ -375,8 +441,9 @@ class AuthScheme(Model):
         }
     )
 
-    type: Literal["bearer", "api_key"] = Field(
-        description="bearer: 'Authorization: Bearer <token>'; api_key: the key in header 'name'."
+    type: Literal["bearer", "api_key", "oidc"] = Field(
+        description="bearer: 'Authorization: Bearer <token>'; api_key: the key in header "
+        "'name'; oidc: 'Authorization: Bearer <JWT>' from the issuer in 'oidc'."
     )
     name: HeaderName | None = Field(
         default=None, description="The header of an api_key scheme (default X-API-Key)."
@@ -387,11 +454,26 @@ class AuthScheme(Model):
     value_env: EnvName | None = Field(
         default=None, description="Read the expected credential from this environment variable."
     )
+    oidc: OidcOptions | None = Field(
+        default=None, description="The issuer of an oidc scheme and what its tokens must hold."
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> AuthScheme:
-        if (self.secret_key_ref is None) == (self.value_env is None):
+        if self.type == "oidc":
+            if self.oidc is None:
+                raise ValueError(
+                    "type oidc needs oidc: {issuer, audiences} (the OpenID Connect issuer)"
+                )
+            if self.secret_key_ref is not None or self.value_env is not None:
+                raise ValueError(
+                    "type oidc takes no secret_key_ref or value_env: tokens are verified "
+                    "against the issuer's keys"
+                )
+        elif (self.secret_key_ref is None) == (self.value_env is None):
             raise ValueError("set exactly one of secret_key_ref or value_env")
+        elif self.oidc is not None:
+            raise ValueError(f"oidc is only for type oidc, not type {self.type!r}")
         if self.name is not None and self.type != "api_key":
             raise ValueError(f"name {self.name!r} is only for type api_key (the header)")
         return self
@@ -407,14 +489,16 @@ _NS = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 SERVICE_ACCOUNT_PATTERN = (
     rf"^(system:serviceaccount:{_NS}:[a-z0-9]([-.a-z0-9]*[a-z0-9])?|system:serviceaccounts:{_NS})$"
 )
+CALLER_PATTERN = SERVICE_ACCOUNT_PATTERN[:-2] + r"|oidc:(user|group):\S+)$"
 
 CallerPrincipal = Annotated[
     str,
     StringConstraints(min_length=1, max_length=330),
     Field(
-        description="A ServiceAccount 'system:serviceaccount:NAMESPACE:NAME' or all of a "
-        "namespace's 'system:serviceaccounts:NAMESPACE'.",
-        json_schema_extra={"pattern": SERVICE_ACCOUNT_PATTERN},
+        description="A ServiceAccount 'system:serviceaccount:NAMESPACE:NAME', all of a "
+        "namespace's 'system:serviceaccounts:NAMESPACE', or a person or system from an oidc "
+        "scheme of a2a.auth: 'oidc:user:PRINCIPAL' or 'oidc:group:GROUP'.",
+        json_schema_extra={"pattern": CALLER_PATTERN},
     ),
 ]
 
@@ -720,7 +804,9 @@ class A2AOptions(Model):
         description="Callers admitted besides this agent's declared delegators (the agents "
         "whose delegates_to names it), when the agent checks workload identities: a "
         "ServiceAccount 'system:serviceaccount:NAMESPACE:NAME' or every ServiceAccount of a "
-        "namespace 'system:serviceaccounts:NAMESPACE'.",
+        "namespace 'system:serviceaccounts:NAMESPACE'. 'oidc:user:PRINCIPAL' and "
+        "'oidc:group:GROUP' name callers of an oidc scheme of a2a.auth: once any is listed, "
+        "only the OIDC callers listed (by principal or a group) are admitted.",
     )
     anonymous: bool = Field(
         default=False,
@@ -730,15 +816,27 @@ class A2AOptions(Model):
 
     @field_validator("allow")
     @classmethod
-    def _service_accounts(cls, allow: list[str]) -> list[str]:
+    def _callers(cls, allow: list[str]) -> list[str]:
         for index, entry in enumerate(allow):
-            if not re.match(SERVICE_ACCOUNT_PATTERN, entry):
+            if not re.match(CALLER_PATTERN, entry):
                 raise ValueError(
                     f"allow[{index}] {entry!r} names no caller; accepted: "
-                    "'system:serviceaccount:NAMESPACE:NAME' (one ServiceAccount) or "
-                    "'system:serviceaccounts:NAMESPACE' (every ServiceAccount of a namespace)"
+                    "'system:serviceaccount:NAMESPACE:NAME' (one ServiceAccount), "
+                    "'system:serviceaccounts:NAMESPACE' (every ServiceAccount of a namespace), "
+                    "'oidc:user:PRINCIPAL' or 'oidc:group:GROUP' (from an oidc scheme of a2a.auth)"
                 )
         return allow
+
+    @model_validator(mode="after")
+    def _oidc_allow_needs_scheme(self) -> A2AOptions:
+        oidc = self.auth is not None and any(s.type == "oidc" for s in self.auth.schemes)
+        for index, entry in enumerate(self.allow):
+            if entry.startswith("oidc:") and not oidc:
+                raise ValueError(
+                    f"allow[{index}] {entry!r} names an OIDC caller, but a2a.auth has no "
+                    "scheme of type oidc to verify one; add one, or remove the entry"
+                )
+        return self
 
     connections: ConnectionLimits = Field(default_factory=ConnectionLimits)
     push: PushPolicy = Field(default_factory=PushPolicy)

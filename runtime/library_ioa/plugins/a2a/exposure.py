@@ -92,7 +92,7 @@ from library_ioa.serving.auth import (
     HttpAuth,
     resolve_credentials,
 )
-from library_ioa.serving.callers import HttpCallers
+from library_ioa.serving.callers import HttpCallers, endpoint_check
 from library_ioa.serving.http_guard import HttpLimits
 from library_ioa.serving.listeners import HttpListener, ListenError
 from library_ioa.serving.metrics import metrics_route
@@ -165,7 +165,10 @@ class A2AExposure:
         if push_url_validator is None:  # the endpoint's a2a.push policy (security.md)
             push_url_validator = PushUrlPolicy.from_options(endpoint.a2a.push)
         auth = endpoint.a2a.auth
-        authenticator = Authenticator(resolve_credentials(agent_id, auth)) if auth else None
+        credentials = resolve_credentials(agent_id, auth) if auth else []
+        authenticator = Authenticator(credentials) if credentials else None
+        # oidc schemes of a2a.auth are verified by a caller check, even in a local run
+        caller_check = endpoint_check(agent_id, endpoint, caller_check)
         push_sender: QueuedPushSender | None = None
         push = endpoint.a2a.capabilities.pushNotifications
         self.stores = task_stores or build_task_stores(agent_id, endpoint.a2a.task_store, push=push)

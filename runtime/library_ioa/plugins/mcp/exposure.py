@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse, Response
 
 from library_ioa.plugins.mcp.agent_tools import add_agent_tools
 from library_ioa.serving.auth import Authenticator, HttpAuth, resolve_credentials
-from library_ioa.serving.callers import HttpCallers
+from library_ioa.serving.callers import HttpCallers, endpoint_check
 from library_ioa.serving.http_guard import HttpLimits
 from library_ioa.serving.listeners import HttpListener
 from library_ioa.serving.metrics import render
@@ -79,7 +79,10 @@ class MCPExposure:
         self.bind_host = bind_host or advertised.host
         self._accepting = False
         auth = endpoint.a2a.auth
-        authenticator = Authenticator(resolve_credentials(agent_id, auth)) if auth else None
+        credentials = resolve_credentials(agent_id, auth) if auth else []
+        authenticator = Authenticator(credentials) if credentials else None
+        # oidc schemes of a2a.auth are verified by a caller check, even in a local run
+        caller_check = endpoint_check(agent_id, endpoint, caller_check)
         self.server = MCPServer(
             manifest.metadata.name or agent_id,
             description=manifest.spec.description or manifest.metadata.description,

@@ -11,7 +11,12 @@ scheme that matched, if any. The rules, in order:
   caller's fault;
 - a verified caller that the :class:`~mas.infra.identity.Admission` names is admitted, its
   principal being its subject (``system:serviceaccount:NS:NAME``);
-- otherwise an ``a2a.auth`` scheme that matched admits the request as that scheme;
+- otherwise an ``a2a.auth`` scheme that matched admits the request as that scheme; an
+  ``oidc`` scheme (:mod:`.oidc`) verifies the request's bearer token when no static scheme
+  matched: a token that fails is ``401`` with its reason, a caller in none of the scheme's
+  ``required_groups`` is ``403`` (``missing_group``), and when ``a2a.allow`` names OIDC
+  callers (``oidc:user:...``, ``oidc:group:...``) a caller named by none is ``403``
+  (``not_admitted``); else it is admitted as ``oidc:user:<principal>``;
 - otherwise, with ``a2a.anonymous: true``, anyone is admitted (as its subject when it sent
   a valid token, else the anonymous principal ``""``);
 - otherwise a verified caller is refused ``403`` (``not_admitted``) naming the caller, the
@@ -19,7 +24,9 @@ scheme that matched, if any. The rules, in order:
   credential is refused ``401`` (``missing``).
 
 Every refusal is counted in ``maslab_a2a_auth_denied_total{agent,caller,reason}`` (caller:
-the verified subject, else ``unknown``). No token text is ever logged or echoed.
+the verified subject or OIDC principal, else ``unknown``). No token text is ever logged or
+echoed. Without a verifier (a local run: no cluster identity) only the ``a2a.auth`` schemes
+and ``a2a.anonymous`` apply; an ``maslab-identity`` token is then ignored.
 """
 
 from __future__ import annotations
@@ -31,10 +38,12 @@ from typing import TYPE_CHECKING
 from prometheus_client import Counter
 
 from mas.infra.identity import IDENTITY_HEADER, Admission
+from mas.infra.models import OIDC_GROUP_PREFIX
 from mas.runtime.errors import KeysUnavailable, TokenRejected
 from mas.runtime.metrics import REGISTRY
 
 if TYPE_CHECKING:
+    from mas.runtime.identity.oidc import OidcCaller, OidcSchemes
     from mas.runtime.identity.verification import TokenVerifier
 
 logger = logging.getLogger(__name__)
@@ -70,18 +79,38 @@ class Decision:
 class CallerCheck:
     """Admits or refuses the requests of one agent (see the module docstring)."""
 
-    def __init__(self, admission: Admission, verifier: TokenVerifier) -> None:
+    def __init__(
+        self,
+        admission: Admission,
+        verifier: TokenVerifier | None,
+        oidc: OidcSchemes | None = None,
+    ) -> None:
         self.admission = admission
         self.verifier = verifier
+        self.oidc = oidc
         self.agent = admission.agent
+        self._oidc_listed = any(c.principal.startswith("oidc:") for c in admission.callers)
         # subject -> its admission (the rules never change while the agent runs); bounded by
         # the callers that pass verification
         self._admitted: dict[str, Decision] = {}
 
-    async def check(self, token: str | None, scheme: str | None = None) -> Decision:
-        """The decision for a request presenting ``token`` (or none) and the ``a2a.auth``
-        scheme id that matched (or none)."""
-        if token:
+    def with_oidc(self, oidc: OidcSchemes | None) -> CallerCheck:
+        """This check with the endpoint's ``oidc`` schemes (itself when there are none)."""
+        if oidc is None or oidc is self.oidc:
+            return self
+        return CallerCheck(self.admission, self.verifier, oidc)
+
+    async def check(
+        self, token: str | None, scheme: str | None = None, bearer: str | None = None
+    ) -> Decision:
+        """The decision for a request presenting ``token`` (or none), the ``a2a.auth``
+        scheme id that matched (or none) and its ``Authorization`` bearer token (or none)."""
+        if scheme is None and bearer and self.oidc is not None:
+            person = await self._oidc_caller(bearer)
+            if isinstance(person, Decision):
+                return person
+            scheme = person.principal
+        if token and self.verifier is not None:
             try:
                 who = await self.verifier.verify(token)
             except TokenRejected as exc:
@@ -122,6 +151,42 @@ class CallerCheck:
             f"no caller identity ({IDENTITY_HEADER}) and no a2a.auth credential; agent "
             f"{self.agent!r} admits: {self.admission.describe()}",
         )
+
+    async def _oidc_caller(self, bearer: str) -> OidcCaller | Decision:
+        """The verified OIDC caller of ``bearer`` when admitted, else the refusal."""
+        assert self.oidc is not None
+        try:
+            person = await self.oidc.verify(bearer)
+        except TokenRejected as exc:
+            return self._refuse(401, UNKNOWN_CALLER, exc.reason, f"Authorization: {exc}")
+        except KeysUnavailable as exc:
+            return self._refuse(503, UNKNOWN_CALLER, "keys_unavailable", str(exc))
+        if person.required_groups and not set(person.required_groups) & set(person.groups):
+            return self._refuse(
+                403,
+                person.principal,
+                "missing_group",
+                f"caller {person.principal} is in none of the groups "
+                f"{', '.join(person.required_groups)} that {person.field}.oidc.required_groups "
+                f"of agent {self.agent!r} requires (its groups: "
+                f"{', '.join(person.groups) or 'none'})",
+            )
+        if self._oidc_listed and not self._oidc_allowed(person):
+            return self._refuse(
+                403,
+                person.principal,
+                "not_admitted",
+                f"caller {person.principal} is not admitted by agent {self.agent!r}, which "
+                f"admits: {self.admission.describe()}. To admit it, add {person.principal} "
+                f"or one of its groups (oidc:group:NAME) to a2a.allow of {self.agent!r}'s "
+                "endpoint",
+            )
+        return person
+
+    def _oidc_allowed(self, person: OidcCaller) -> bool:
+        if self.admission.admitted(person.principal) is not None:
+            return True
+        return any(self.admission.admitted(OIDC_GROUP_PREFIX + g) for g in person.groups)
 
     def _refuse(self, status: int, caller: str, reason: str, message: str) -> Decision:
         AUTH_DENIED.labels(self.agent, caller, reason).inc()

@@ -15,7 +15,9 @@ Rules:
   (it ends with the token's ``exp``: 10 minutes for the agents' own tokens);
 - a Kubernetes ServiceAccount token (``sub`` ``system:serviceaccount:NS:NAME``, and the
   ``kubernetes.io`` claim) maps to its namespace, account and pod; any other token to its
-  ``sub`` and ``groups``.
+  ``principal_claim`` (default ``sub``, required) and ``groups_claim`` (default ``groups``).
+  A verifier of an OIDC scheme (``map_service_accounts=False``) never maps a token to a
+  ServiceAccount: its callers are people and systems of that issuer, whatever ``sub`` says.
 
 Every refusal is :class:`~mas.runtime.errors.TokenRejected` with a ``reason`` among
 :data:`~mas.runtime.errors.TOKEN_REJECTIONS` and a message a person can act on; an issuer
@@ -27,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,14 +66,20 @@ class TokenVerifier:
     def __init__(
         self,
         issuer: str | None,
-        audience: str,
+        audience: str | Sequence[str],
         keys: KeySource,
         *,
         skew: float = DEFAULT_SKEW_SECONDS,
         cache_size: int = DEFAULT_CACHE_SIZE,
         clock: Callable[[], float] = time.time,
+        principal_claim: str = "sub",
+        groups_claim: str = "groups",
+        map_service_accounts: bool = True,
     ) -> None:
-        self.issuer, self.audience = issuer, audience
+        self.issuer = issuer
+        self.audience: str | list[str] = audience if isinstance(audience, str) else list(audience)
+        self.principal_claim, self.groups_claim = principal_claim, groups_claim
+        self.map_service_accounts = map_service_accounts
         self._keys = keys
         self._skew = skew
         self._cache_size = cache_size
@@ -137,7 +145,22 @@ class TokenVerifier:
         except jwt.PyJWTError as exc:
             raise _rejection(exc, self) from exc
         self._check_times(claims, now)
-        return _identity(claims)
+        if self.map_service_accounts:
+            return _identity(claims)
+        return self._person(claims)
+
+    def _person(self, claims: Mapping[str, Any]) -> Identity:
+        principal = claims.get(self.principal_claim)
+        if not isinstance(principal, str | int) or isinstance(principal, bool) or principal == "":
+            claim = self.principal_claim
+            raise TokenRejected("missing_claim", f"the token has no {claim!r} naming the caller")
+        groups = claims.get(self.groups_claim)
+        return Identity(
+            subject=str(principal),
+            issuer=str(claims["iss"]),
+            expires_at=float(claims["exp"]),
+            groups=tuple(str(g) for g in groups) if isinstance(groups, list) else (),
+        )
 
     def _check_times(self, claims: Mapping[str, Any], now: float) -> None:
         times = {}
