@@ -76,10 +76,15 @@ class OurAgent:
     process: subprocess.Popen[bytes]
 
 
-def desk_document(port: int, grpc_port: int, release: Path, *, auth: bool) -> dict[str, Any]:
-    """The Application: desk (deployed, delegating to an in-process helper)."""
+def desk_document(
+    port: int, grpc_port: int, release: Path, *, auth: bool, a2a_auth: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The Application: desk (deployed, delegating to an in-process helper); ``a2a_auth``
+    replaces the bearer and API key schemes that ``auth`` gives."""
     a2a: dict[str, Any] = {"grpc_port": grpc_port}
-    if auth:
+    if a2a_auth is not None:
+        a2a["auth"] = a2a_auth
+    elif auth:
         a2a["auth"] = {
             "schemes": [
                 {"type": "bearer", "value_env": "CTL_TEST_TOKEN"},
@@ -110,13 +115,16 @@ def environment(workdir: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def serve_desk(workdir: Path, *, auth: bool = False) -> Iterator[OurAgent]:
+def serve_desk(
+    workdir: Path, *, auth: bool = False, a2a_auth: dict[str, Any] | None = None
+) -> Iterator[OurAgent]:
     """Our agent served by a real ``mas-ctl serve`` until the block ends (its ready line
     awaited with a deadline)."""
     workdir.mkdir(parents=True, exist_ok=True)
     port, grpc_port = free_port(), free_port()
     release = workdir / "story.release"
-    app = write_app(workdir / "desk.yaml", desk_document(port, grpc_port, release, auth=auth))
+    document = desk_document(port, grpc_port, release, auth=auth, a2a_auth=a2a_auth)
+    app = write_app(workdir / "desk.yaml", document)
     env = {**environment(workdir), "CTL_TEST_TOKEN": TOKEN, "CTL_TEST_API_KEY": API_KEY}
     process = subprocess.Popen(
         [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(app), "--agent", "desk"],

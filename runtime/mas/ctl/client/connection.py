@@ -52,6 +52,7 @@ from mas.ctl.client.errors import (
     TransportMissing,
     UnknownTask,
 )
+from mas.ctl.client.output import one_line
 from mas.ctl.client.targets import open_target
 from mas.runtime.errors import PeerProtocolError
 
@@ -108,11 +109,11 @@ class Connection:
 
     def context(self) -> ClientCallContext | None:
         """Per-call parameters: the credentials as gRPC metadata (HTTP has them already)."""
-        if self.binding != TransportProtocol.GRPC.value or not self.credentials.headers:
+        if self.binding != TransportProtocol.GRPC.value or not self.credentials.given:
             return None
         from a2a.client import ClientCallContext  # loaded with the client (connect)
 
-        return ClientCallContext(service_parameters=dict(self.credentials.headers))
+        return ClientCallContext(service_parameters=self.credentials.call_headers())
 
     def failure(self, exc: BaseException, call: str, task_id: str | None = None) -> ClientError:
         """``exc``, raised by ``call``, as the one line the user reads."""
@@ -211,13 +212,17 @@ def _auth_hint(card: AgentCard, credentials: Credentials) -> str:
             schemes.append(f"{scheme.http_auth_security_scheme.scheme or 'http'} ({name})")
         elif kind == "api_key_security_scheme":
             schemes.append(f"API key in header {scheme.api_key_security_scheme.name!r} ({name})")
+        elif kind == "open_id_connect_security_scheme":
+            issuer = scheme.open_id_connect_security_scheme.open_id_connect_url
+            schemes.append(f"an OpenID Connect token from {one_line(issuer, 120)} ({name})")
         else:
             schemes.append(name)
     asks = f"its card asks for {', '.join(schemes)}; " if schemes else ""
-    sent = "the credentials given were refused" if credentials.headers else "no credentials given"
+    sent = "the credentials given were refused" if credentials.given else "no credentials given"
     return (
         f"{asks}{sent}: use --token-file PATH (bearer), -H 'Name: value' (e.g. an API key "
-        "header) or $MAS_CTL_TOKEN"
+        "header), --token-command CMD (a token a command prints, e.g. OpenID Connect) or "
+        "$MAS_CTL_TOKEN"
     )
 
 
@@ -352,8 +357,14 @@ async def connect(args: argparse.Namespace, credentials: Credentials) -> AsyncIt
             httpx.AsyncHTTPTransport(verify=credentials.ssl_context()), _naive_times(url)
         )
         timeout = httpx.Timeout(connect=CONNECT_SECONDS, read=None, write=CARD_SECONDS, pool=None)
+        auth: httpx.Auth | None = None
+        if credentials.token_command is not None:
+            from mas.ctl.client.token_command import TokenAuth
+
+            auth = TokenAuth(credentials.token_command)
         async with httpx.AsyncClient(
             headers=dict(credentials.headers),
+            auth=auth,
             timeout=timeout,
             transport=transport,
             event_hooks={"response": [note_refusal]},

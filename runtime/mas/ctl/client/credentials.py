@@ -3,12 +3,15 @@
 - ``-H 'Name: value'`` (repeatable): a header on every call (gRPC: call metadata, its name
   lowercased).
 - ``--token-file PATH``: ``Authorization: Bearer <the file's content, stripped>``.
+- ``--token-command CMD``: ``Authorization: Bearer <what CMD prints>``, run again when that
+  token expires (:mod:`mas.ctl.client.token_command`), e.g. an OIDC provider's login tool.
 - ``--cacert PATH``: the CA bundle (PEM) that https and gRPC over TLS trust instead of the
   system's.
 - For a CI job, which has variables rather than files on a command line:
   ``MAS_CTL_TOKEN`` (a bearer token), ``MAS_CTL_TOKEN_FILE`` (a file holding one) and
-  ``MAS_CTL_CACERT``. An option wins over a variable; ``--token-file`` and an ``-H
-  'Authorization: ...'`` together are refused (one would silently lose).
+  ``MAS_CTL_CACERT``. An option wins over a variable; any two of ``--token-file``,
+  ``--token-command`` and an ``-H 'Authorization: ...'`` together are refused (one would
+  silently lose).
 
 Values are secrets: no error, log line or output ever shows one (an ``-H`` that cannot be
 read is named by its position, not its text).
@@ -22,8 +25,12 @@ import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mas.ctl.client.errors import OptionError
+
+if TYPE_CHECKING:
+    from mas.ctl.client.token_command import TokenCommand
 
 TOKEN_ENV = "MAS_CTL_TOKEN"
 TOKEN_FILE_ENV = "MAS_CTL_TOKEN_FILE"
@@ -37,9 +44,25 @@ class Credentials:
 
     headers: Mapping[str, str] = field(default_factory=dict)
     cacert: Path | None = None
+    token_command: TokenCommand | None = None  # the Authorization, when a command gives it
 
     def __repr__(self) -> str:  # never the values
-        return f"Credentials(headers={sorted(self.headers)}, cacert={self.cacert})"
+        return (
+            f"Credentials(headers={sorted(self.headers)}, cacert={self.cacert}, "
+            f"token_command={self.token_command!r})"
+        )
+
+    @property
+    def given(self) -> bool:
+        """Whether any credential is presented."""
+        return bool(self.headers) or self.token_command is not None
+
+    def call_headers(self) -> dict[str, str]:
+        """The headers of one call now (a token command's current token included)."""
+        out = dict(self.headers)
+        if self.token_command is not None:
+            out["Authorization"] = f"Bearer {self.token_command.current()}"
+        return out
 
     def ssl_context(self) -> ssl.SSLContext | bool:
         """What httpx verifies https with."""
@@ -110,11 +133,22 @@ def resolve_credentials(
     token_file: str | None,
     cacert: str | None,
     environ: Mapping[str, str] | None = None,
+    token_command: str | None = None,
 ) -> Credentials:
     """The credentials of one command (see the module docstring for the precedence)."""
     env = os.environ if environ is None else environ
     out = parse_headers(headers)
     authorization = next((n for n in out if n.lower() == "authorization"), None)
+    ca = cacert if cacert is not None else env.get(CACERT_ENV) or None
+    if token_command is not None:
+        if token_file is not None or authorization is not None:
+            given = "--token-file" if token_file is not None else "-H 'Authorization: ...'"
+            raise OptionError(
+                f"--token-command and {given} both set the Authorization header; give one of them"
+            )
+        from mas.ctl.client.token_command import TokenCommand
+
+        return Credentials(out, Path(ca) if ca else None, TokenCommand(token_command))
     if token_file is not None:
         if authorization is not None:
             raise OptionError(
@@ -131,5 +165,4 @@ def resolve_credentials(
             if any(c in token for c in "\r\n\0"):
                 raise OptionError(f"${TOKEN_ENV} has a line break; accepted: one bearer token")
             out["Authorization"] = f"Bearer {token}"
-    ca = cacert if cacert is not None else env.get(CACERT_ENV) or None
     return Credentials(out, Path(ca) if ca else None)

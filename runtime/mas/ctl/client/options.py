@@ -43,6 +43,13 @@ def add_client_options(parser: argparse.ArgumentParser, *, optional_target: bool
         "$MAS_CTL_TOKEN)",
     )
     how.add_argument(
+        "--token-command",
+        default=None,
+        metavar="CMD",
+        help="send 'Authorization: Bearer <what CMD prints>', running CMD again when that "
+        "token expires (e.g. an OIDC provider's login tool)",
+    )
+    how.add_argument(
         "--cacert",
         default=None,
         metavar="PATH",
@@ -72,7 +79,9 @@ def _context_id(text: str) -> str:
 
 def credentials_of(args: argparse.Namespace) -> Credentials:
     """The credentials the options and the environment give."""
-    return resolve_credentials(args.headers, args.token_file, args.cacert)
+    return resolve_credentials(
+        args.headers, args.token_file, args.cacert, token_command=args.token_command
+    )
 
 
 def remote_form(args: argparse.Namespace, command: str) -> str | None:
