@@ -71,6 +71,7 @@ from mas.runtime.turns import (
     TurnEvent,
     TurnInput,
     TurnRunner,
+    origin_metadata,
 )
 from mas.telemetry import tracing
 
@@ -322,7 +323,7 @@ class Agent(TurnRunner):
             turn_id=turn.turn_id,
             correlation_id=correlation,
             depth=depth,
-            metadata=tokens.delegation_metadata(),
+            metadata={**tokens.delegation_metadata(), **origin_metadata(turn.metadata)},
         )
 
 

@@ -18,6 +18,29 @@ from typing import Any, Literal
 CALLER_CALL_ID = "mas.caller_call_id"
 CORRELATION_ID = "mas.correlation_id"
 DELEGATION_DEPTH = "mas.delegation_depth"
+# The principal that started a chain of delegations (a person's oidc:user:..., an a2a.auth
+# scheme, a ServiceAccount), beside mas.correlation_id: see origin_principal().
+ORIGIN_PRINCIPAL = "mas.origin_principal"
+AGENT_SUBJECT_PREFIX = "system:serviceaccount:"
+
+
+def origin_principal(claimed: object, principal: str) -> str:
+    """The origin of a request that arrived as ``principal`` claiming ``claimed``.
+
+    A claim is trusted only from a hop authenticated as an agent (its verified ServiceAccount
+    subject, ``system:serviceaccount:NS:NAME``): agents relay the origin they were given. From
+    anyone else (a person, an ``a2a.auth`` scheme, an anonymous caller: ``""``) the claim is
+    dropped and the hop's own principal is the origin, so no caller can name someone else
+    as the one who asked."""
+    if principal.startswith(AGENT_SUBJECT_PREFIX) and isinstance(claimed, str) and claimed:
+        return claimed
+    return principal
+
+
+def origin_metadata(turn_metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The metadata a delegation of a turn carries to name its origin (none if unknown)."""
+    origin = turn_metadata.get(ORIGIN_PRINCIPAL)
+    return {ORIGIN_PRINCIPAL: origin} if isinstance(origin, str) and origin else {}
 
 
 @dataclass(frozen=True)

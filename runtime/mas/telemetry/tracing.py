@@ -43,6 +43,7 @@ __all__ = [
     "A2A_TASK_ID",
     "MAS_AGENT",
     "MAS_CALLER",
+    "MAS_ORIGIN",
     "MAS_SESSION_ID",
     "MAS_TURN_ID",
     "Kind",
@@ -77,6 +78,9 @@ A2A_CONTEXT_ID = "a2a.context_id"
 # The verified identity of an A2A request's caller (a ServiceAccount subject, or the a2a.auth
 # scheme it authenticated with): an attribute of the request's SERVER span.
 MAS_CALLER = "mas.caller"
+# The principal that started the chain of delegations this request belongs to (a person, an
+# a2a.auth scheme, ...; mas.runtime.turns.origin_principal): on the request and turn spans.
+MAS_ORIGIN = "mas.origin_principal"
 
 INSTRUMENTATION = "maslab"
 _EXPORTERS = ("otlp", "console")
@@ -234,6 +238,9 @@ def turn_span(
         A2A_CONTEXT_ID: turn.session_id,
         "mas.queue.wait_ms": round(queue_wait * 1000, 3),
     }
+    origin = turn.metadata.get(MAS_ORIGIN) if isinstance(turn.metadata, Mapping) else None
+    if isinstance(origin, str) and origin:
+        attributes[MAS_ORIGIN] = origin
     return span(f"turn {agent}", attributes=attributes, parent=parent)
 
 

@@ -18,7 +18,9 @@ from mas.runtime.turns import (
     CALLER_CALL_ID,
     CORRELATION_ID,
     DELEGATION_DEPTH,
+    ORIGIN_PRINCIPAL,
     ArtifactEmitted,
+    origin_principal,
 )
 
 MAS_METADATA_KEYS = (CALLER_CALL_ID, CORRELATION_ID, DELEGATION_DEPTH)
@@ -54,10 +56,17 @@ def data_of(parts: Iterable[Part]) -> dict[str, Any] | None:
     return None
 
 
-def mas_metadata(message: Message) -> dict[str, Any]:
-    """The ``mas.*`` keys of a message's metadata; a float depth becomes an int."""
+def mas_metadata(message: Message, principal: str = "") -> dict[str, Any]:
+    """The ``mas.*`` keys of a message's metadata; a float depth becomes an int.
+
+    ``mas.origin_principal`` is the claim of the message only when the request came from an
+    agent (``principal``, its verified ServiceAccount), else ``principal`` itself
+    (:func:`mas.runtime.turns.origin_principal`); absent when both are empty."""
     metadata = struct_to_dict(message.metadata) if message.HasField("metadata") else {}
     out = {key: metadata[key] for key in MAS_METADATA_KEYS if key in metadata}
+    origin = origin_principal(metadata.get(ORIGIN_PRINCIPAL), principal)
+    if origin:
+        out[ORIGIN_PRINCIPAL] = origin
     depth = out.get(DELEGATION_DEPTH)
     if isinstance(depth, float) and depth.is_integer():
         out[DELEGATION_DEPTH] = int(depth)

@@ -57,8 +57,10 @@ from library_ioa.plugins.a2a.server.publisher import TurnPublisher, TurnTicketLi
 from library_ioa.serving.principals import owned_session, owner_of
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import (
+    ORIGIN_PRINCIPAL,
     TurnInput,
 )
+from mas.telemetry import tracing
 
 logger = logging.getLogger(__name__)
 
@@ -76,15 +78,21 @@ class TurnMailbox(Protocol):
     def submit(self, turn: TurnInput, *, front: bool = False) -> TurnTicketLike: ...
 
 
-def turn_from_message(message: Message, session_id: str, task_id: str) -> TurnInput:
-    """The turn of one A2A message (text parts joined, the first data part as ``data``)."""
+def turn_from_message(
+    message: Message, session_id: str, task_id: str, principal: str = ""
+) -> TurnInput:
+    """The turn of one A2A message (text parts joined, the first data part as ``data``),
+    sent by ``principal`` (the request's authenticated caller, ``""`` when anonymous): the
+    turn's origin is marked on the request's span."""
     text = "\n".join(p.text for p in message.parts if p.WhichOneof("content") == "text")
+    metadata = mas_metadata(message, principal)
+    tracing.annotate(tracing.MAS_ORIGIN, metadata.get(ORIGIN_PRINCIPAL, ""))
     return TurnInput(
         session_id=session_id,
         turn_id=message.message_id or task_id,
         text=text,
         data=data_of(message.parts),
-        metadata=mas_metadata(message),
+        metadata=metadata,
     )
 
 
@@ -189,8 +197,10 @@ class MasLabAgentExecutor(AgentExecutor):
             await run.start_task()
         else:
             try:
-                session_id = owned_session(owner_of(context.call_context), context_id)
-                ticket = self._mailbox.submit(turn_from_message(message, session_id, task_id))
+                owner = owner_of(context.call_context)
+                session_id = owned_session(owner, context_id)
+                turn = turn_from_message(message, session_id, task_id, owner)
+                ticket = self._mailbox.submit(turn)
             except RuntimeFailure as exc:
                 logger.warning("agent %s refused a turn of %s: %s", self.agent_id, context_id, exc)
                 await run.refuse(str(exc))

@@ -94,7 +94,8 @@ from library_ioa.plugins.a2a.server.publisher import QuickAnswer, TurnTicketLike
 from library_ioa.plugins.a2a.server.stores.final_state import INTERRUPTED_STATES, TERMINAL_STATES
 from library_ioa.serving.principals import owned_session, owner_of
 from mas.runtime.errors import RuntimeFailure
-from mas.runtime.turns import TextDelta, TurnEnded, TurnEvent, TurnInput
+from mas.runtime.turns import ORIGIN_PRINCIPAL, TextDelta, TurnEnded, TurnEvent, TurnInput
+from mas.telemetry import tracing
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +227,8 @@ class FastSendHandler(CountingRequestHandler):
         # The ids the SDK's RequestContext would generate (UUIDGenerator).
         task_id = random_uuid()
         context_id = message.context_id or random_uuid()
-        turn = turn_from_message(message, owned_session(owner_of(context), context_id), task_id)
+        owner = owner_of(context)
+        turn = turn_from_message(message, owned_session(owner, context_id), task_id, owner)
         answer = await self._answer(turn, context_id, params, context, task_id)
         return quick_answer(context_id, answer) if isinstance(answer, str) else answer
 
@@ -234,8 +236,12 @@ class FastSendHandler(CountingRequestHandler):
         # Plain params pass every check of _send: each required field is set, there is no
         # configuration, and no part names a media type (codec.read_plain_send).
         context_id = plain.context_id or random_uuid()
-        session_id = owned_session(owner_of(context), context_id)
-        turn = TurnInput(session_id, plain.message_id, plain.text)  # turn_from_message's
+        owner = owner_of(context)
+        session_id = owned_session(owner, context_id)
+        # turn_from_message's: a plain send has no metadata, so its sender is its origin
+        origin = {ORIGIN_PRINCIPAL: owner} if owner else {}
+        tracing.annotate(tracing.MAS_ORIGIN, owner)
+        turn = TurnInput(session_id, plain.message_id, plain.text, metadata=origin)
         answer = await self._answer(turn, context_id, plain, context)
         return QuickAnswer(random_uuid(), context_id, answer) if isinstance(answer, str) else answer
 
