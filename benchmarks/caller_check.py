@@ -15,9 +15,13 @@ sends its current token: one token until the kubelet rotates it), so ``on`` veri
 once and then finds it in its cache. Reported: requests/s, p50/p99 and the server's CPU
 per request, and the ratio on/off. A refused request counts as an error.
 
+``--base DIR`` adds a third server, ``base``: ``on`` with the runtime of another source tree
+(``DIR/runtime`` first on ``PYTHONPATH``, e.g. ``git archive REV runtime | tar -x -C DIR``),
+so a change to the check is measured against the code before it in the same run.
+
 Usage::
 
-    python benchmarks/caller_check.py [--duration 8] [--rounds 3]
+    python benchmarks/caller_check.py [--duration 8] [--rounds 3] [--base DIR]
 """
 
 from __future__ import annotations
@@ -178,7 +182,8 @@ async def main(args: argparse.Namespace) -> int:
         script.write_text(LUA)
         base_env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         servers = {}
-        for name in ("off", "on"):
+        names = ("off", "on", "base") if args.base else ("off", "on")
+        for name in names:
             port, grpc_port = free_port(), free_port()
             document: dict[str, Any] = application(port, grpc_port)
             echo = document["spec"]["endpoints"]["echo"]  # type: ignore[index]
@@ -186,8 +191,10 @@ async def main(args: argparse.Namespace) -> int:
             path = folder / f"{name}.yaml"
             path.write_text(yaml.safe_dump(document))
             env = {**base_env, "MAS_CONTROL_DIR": str(folder / f"control-{name}")}
-            if name == "on":
+            if name in ("on", "base"):
                 env.update(identity_env)
+            if name == "base":
+                env["PYTHONPATH"] = str(Path(args.base).resolve() / "runtime")
             argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(path)]
             argv += ["--agent", "echo", "--no-control"]
             servers[name] = await start(name, argv, env, "serving echo", http_port=port)
@@ -195,7 +202,7 @@ async def main(args: argparse.Namespace) -> int:
         errors = 0
         try:
             for _ in range(args.rounds):
-                for name in ("off", "on"):
+                for name in names:
                     server = servers[name]
                     before = server.cpu_seconds()
                     run = await run_wrk(wrk, script, server.url, args.duration, token)
@@ -208,13 +215,16 @@ async def main(args: argparse.Namespace) -> int:
             for server in servers.values():
                 await stop(server)
             issuer.should_exit = True
-    off, on = series.median("off"), series.median("on")
+    off = series.median("off")
     print(f"JSON-RPC SendMessage, {CONNECTIONS} connections, {args.rounds} rounds (medians)")
     print(f"{'':6}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'cpu ms/req':>12}")
-    for name, run in (("off", off), ("on", on)):
+    for name in names:
+        run = series.median(name)
         print(f"{name:6}{run.rate:10.0f}{run.p50:9.2f}{run.p99:9.2f}{run.cpu_ms:12.3f}")
-    print(f"on/off: throughput {on.rate / off.rate:.3f}, cpu per request "
-          f"{on.cpu_ms / off.cpu_ms:.3f}, p50 {on.p50 / off.p50:.3f}")  # fmt: skip
+    for name in names[1:]:
+        run = series.median(name)
+        print(f"{name}/off: throughput {run.rate / off.rate:.3f}, cpu per request "
+              f"{run.cpu_ms / off.cpu_ms:.3f}, p50 {run.p50 / off.p50:.3f}")  # fmt: skip
     rates = {n: [round(r.rate) for r in series.runs[n]] for n in series.runs}
     print(f"rounds: {rates}; errors: {errors}")
     return 1 if errors else 0
@@ -224,6 +234,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per run (default 8)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument(
+        "--base", default=None, metavar="DIR", help="also serve 'on' from DIR/runtime (base)"
+    )
     return parser.parse_args(argv)
 
 

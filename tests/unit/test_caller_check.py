@@ -44,10 +44,13 @@ def admission_of(document: dict[str, Any], agent: str) -> identity.Admission:
     return identity.admission(wired.app, wired.routes, agent, NS)
 
 
-def check_for(admission: identity.Admission, issuer: Issuer) -> CallerCheck:
-    clock = Clock()
+def check_for(
+    admission: identity.Admission, issuer: Issuer, clock: Clock | None = None
+) -> CallerCheck:
+    clock = clock or Clock()
     keys = OidcKeys(ISSUER, fetch=issuer.fetch, clock=clock)
-    return CallerCheck(admission, TokenVerifier(ISSUER, AUDIENCE, keys, clock=clock))
+    verifier = TokenVerifier(ISSUER, AUDIENCE, keys, clock=clock)
+    return CallerCheck(admission, verifier, clock=clock)
 
 
 def token(issuer: Issuer, subject: str, **claims: Any) -> str:
@@ -214,3 +217,19 @@ def test_the_cluster_verifier_is_off_unless_asked_and_names_what_is_missing(
     with pytest.raises(HostError) as nowhere:
         cluster_verifier(on, tmp_path)
     assert "KUBERNETES_SERVICE_HOST=''" in str(nowhere.value)
+
+
+async def test_an_admitted_token_is_remembered_until_it_expires_and_no_other_is() -> None:
+    issuer, clock = Issuer(), Clock()
+    check = check_for(admission_of(example(), "researcher"), issuer, clock)
+    admitted, stranger = token(issuer, CONCIERGE), token(issuer, STRANGER)
+    assert check.remembered(admitted.encode()) is None  # never seen
+    first = await check.check(admitted, remember=admitted.encode())
+    assert first.admitted and check.remembered(admitted.encode()) == first
+    refused = await check.check(stranger, remember=stranger.encode())
+    assert refused.status == 403 and check.remembered(stranger.encode()) is None
+    clock.now = NOW + 601  # past its exp: forgotten, and the full check says why
+    assert check.remembered(admitted.encode()) is None
+    clock.now = NOW + 700
+    late = await check.check(admitted, remember=admitted.encode())
+    assert (late.status, late.reason) == (401, "expired")

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 IDENTITY_KEY = IDENTITY_HEADER.encode("latin-1")
 AUTHORIZATION_KEY = b"authorization"
+MAX_PRINCIPALS = 1024
 BEARER_PREFIX = "bearer "
 
 
@@ -131,36 +132,45 @@ class HttpCallers:
         wanted = authenticator.headers if authenticator is not None else frozenset()
         self._wanted = {h.encode("latin-1"): h for h in wanted}
         self.redact = CREDENTIAL_HEADERS | frozenset(self._wanted) | {IDENTITY_KEY}
+        self._principals: dict[str, Principal] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path", "") in self.public_paths:
             await self.app(scope, receive, send)
             return
-        token: str | None = None
+        raw: bytes | None = None
         authorization: bytes | None = None
         presented: dict[str, bytes] = {}
-        redacted: list[tuple[bytes, bytes]] = []  # one pass: read, then redact (the SDK logs)
         wanted, redact = self._wanted, self.redact
-        for key, value in scope.get("headers", ()):
-            name = bytes(key).lower()
-            if name in redact:
-                if name == IDENTITY_KEY:
-                    token = bytes(value).decode("latin-1").strip()
+        headers = scope.get("headers", ())
+        for key, value in headers:  # ASGI header names are lowercase
+            if key in redact:
+                if key == IDENTITY_KEY:
+                    raw = bytes(value).strip()
                 else:
-                    if name in wanted:
-                        presented[wanted[name]] = bytes(value)
-                    if name == AUTHORIZATION_KEY:
+                    if key in wanted:
+                        presented[wanted[key]] = bytes(value)
+                    if key == AUTHORIZATION_KEY:
                         authorization = bytes(value)
-                redacted.append((key, REDACTED))
-            else:
-                redacted.append((key, value))
-        scheme = self.authenticator.principal(presented) if self.authenticator else None
-        bearer = bearer_of(authorization) if self.check.oidc is not None else None
-        decision = await self.check.check(token, scheme, bearer)
+        # a remembered token decides alone unless an OIDC bearer token must be checked too
+        decision = None
+        if raw and (authorization is None or self.check.oidc is None):
+            decision = self.check.remembered(raw)
+        if decision is None:
+            scheme = self.authenticator.principal(presented) if self.authenticator else None
+            bearer = bearer_of(authorization) if self.check.oidc is not None else None
+            token = raw.decode("latin-1") if raw else None
+            decision = await self.check.check(token, scheme, bearer, remember=raw)
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
         if decision.admitted:
-            scope = {**scope, "headers": redacted, "user": Principal(decision.principal)}
-            await self.app(scope, receive, send)
+            user = self._principals.get(decision.principal)
+            if user is None:
+                user = Principal(decision.principal)
+                if len(self._principals) < MAX_PRINCIPALS:
+                    self._principals[decision.principal] = user
+            # the SDK logs headers: the credentials go no further
+            redacted = [(k, REDACTED if k in redact else v) for k, v in headers]
+            await self.app({**scope, "headers": redacted, "user": user}, receive, send)
             return
         rpc = self.rpc_path is not None and scope.get("path", "") == self.rpc_path
         headers = [(b"www-authenticate", CHALLENGE)] if decision.status == 401 else []

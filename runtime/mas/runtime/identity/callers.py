@@ -23,6 +23,12 @@ scheme that matched, if any. The rules, in order:
   callers this agent admits and where each comes from; a request with neither token nor
   credential is refused ``401`` (``missing``).
 
+The hot path: a token admitted once is remembered by the sha256 of its bytes until its
+``exp`` (:meth:`CallerCheck.remembered`, synchronous), so the next request presenting it is
+admitted after one hash and one lookup, without verifying or mapping it again. Only
+admissions that depend on nothing but the token are remembered (a declared or allowed
+caller), at most :data:`MAX_REMEMBERED` tokens, all forgotten when full.
+
 Every refusal is counted in ``maslab_a2a_auth_denied_total{agent,caller,reason}`` (caller:
 the verified subject or OIDC principal, else ``unknown``). No token text is ever logged or
 echoed. Without a verifier (a local run: no cluster identity) only the ``a2a.auth`` schemes
@@ -31,7 +37,10 @@ and ``a2a.anonymous`` apply; an ``maslab-identity`` token is then ignored.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -84,6 +93,8 @@ class CallerCheck:
         admission: Admission,
         verifier: TokenVerifier | None,
         oidc: OidcSchemes | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.admission = admission
         self.verifier = verifier
@@ -93,18 +104,42 @@ class CallerCheck:
         # subject -> its admission (the rules never change while the agent runs); bounded by
         # the callers that pass verification
         self._admitted: dict[str, Decision] = {}
+        # sha256 of an admitted token's bytes -> (its admission, its exp)
+        self._tokens: dict[bytes, tuple[Decision, float]] = {}
+        self._clock = clock
+
+    def remembered(self, token: bytes) -> Decision | None:
+        """The admission of ``token`` (the header's bytes) when a request presented it
+        before and it has not expired, else None (then :meth:`check` decides)."""
+        if not self._tokens:
+            return None
+        digest = hashlib.sha256(token).digest()
+        entry = self._tokens.get(digest)
+        if entry is None:
+            return None
+        if self._clock() > entry[1]:
+            del self._tokens[digest]
+            return None
+        return entry[0]
 
     def with_oidc(self, oidc: OidcSchemes | None) -> CallerCheck:
         """This check with the endpoint's ``oidc`` schemes (itself when there are none)."""
         if oidc is None or oidc is self.oidc:
             return self
-        return CallerCheck(self.admission, self.verifier, oidc)
+        return CallerCheck(self.admission, self.verifier, oidc, clock=self._clock)
 
     async def check(
-        self, token: str | None, scheme: str | None = None, bearer: str | None = None
+        self,
+        token: str | None,
+        scheme: str | None = None,
+        bearer: str | None = None,
+        *,
+        remember: bytes | None = None,
     ) -> Decision:
         """The decision for a request presenting ``token`` (or none), the ``a2a.auth``
-        scheme id that matched (or none) and its ``Authorization`` bearer token (or none)."""
+        scheme id that matched (or none) and its ``Authorization`` bearer token (or none).
+        ``remember``: the token's bytes, to find its admission by :meth:`remembered` next
+        time."""
         if scheme is None and bearer and self.oidc is not None:
             person = await self._oidc_caller(bearer)
             if isinstance(person, Decision):
@@ -118,15 +153,17 @@ class CallerCheck:
             except KeysUnavailable as exc:
                 return self._refuse(503, UNKNOWN_CALLER, "keys_unavailable", str(exc))
             known = self._admitted.get(who.subject)
-            if known is not None:
-                return known
-            if self.admission.admitted(who.subject) is not None:
+            if known is None and self.admission.admitted(who.subject) is not None:
+                known = Decision(200, principal=who.subject, caller=who.subject)
                 if len(self._admitted) < MAX_REMEMBERED:
-                    known = self._admitted[who.subject] = Decision(
-                        200, principal=who.subject, caller=who.subject
-                    )
-                    return known
-                return Decision(200, principal=who.subject, caller=who.subject)
+                    self._admitted[who.subject] = known
+            if known is not None:
+                if remember is not None:
+                    if len(self._tokens) >= MAX_REMEMBERED:
+                        self._tokens.clear()
+                    digest = hashlib.sha256(remember).digest()
+                    self._tokens[digest] = (known, who.expires_at)
+                return known
             if scheme is not None:
                 return Decision(200, principal=scheme, caller=who.subject)
             if self.admission.anonymous:
