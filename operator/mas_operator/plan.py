@@ -102,17 +102,21 @@ def default_url(application: str, agent: str, namespace: str, port: int = DEFAUL
     return service_url(application, agent, namespace, port)
 
 
+def _url_peer(url: str) -> Peer | None:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    default = 443 if parts.scheme == "https" else 80
+    return Peer(port if port is not None else default, host=parts.hostname)
+
+
 def _model_peer(params: Mapping[str, Any], model_type: str) -> Peer | None:
     for key in ("base_url", "url", "endpoint"):
         url = params.get(key)
         if isinstance(url, str):
-            parts = urlsplit(url)
-            try:
-                port = parts.port
-            except ValueError:
-                return None
-            default = 443 if parts.scheme == "https" else 80
-            return Peer(port if port is not None else default, host=parts.hostname)
+            return _url_peer(url)
     if model_type in {"openai", "anthropic"}:  # their public APIs, over HTTPS
         return Peer(443)
     return None
@@ -179,6 +183,10 @@ def _agent_plan(
     auth = agent_auth(spec.endpoints, agent)  # inbound credentials, whichever door declares them
     if auth is not None:  # read by the runtime at start, enforced on every door
         secrets += [s.secret_key_ref for s in auth.schemes if s.secret_key_ref]
+        for scheme in auth.schemes:  # an OIDC issuer's discovery document and JWKS
+            issuer = _url_peer(scheme.oidc.issuer) if scheme.oidc is not None else None
+            if issuer is not None:
+                peers.append(issuer)
     store = endpoint.a2a.task_store  # the task store's URL and push key, when from Secrets
     secrets += [r for r in (store.url_secret_key_ref, store.push_config_key_secret_key_ref) if r]
     unique_secrets = {(ref.name, ref.key): ref for ref in secrets}

@@ -103,3 +103,20 @@ def test_private_receivers_or_host_names_open_tcp_to_any_destination(
     policy: dict[str, Any],
 ) -> None:
     assert webhook_rules(egress(app(push=True, policy=policy))) == [{"ports": ANY_TCP}]
+
+
+def test_an_oidc_issuer_is_reachable_by_its_port() -> None:
+    """The agent reads its OIDC issuer's discovery document and JWKS itself: egress to the
+    issuer's port (a host name cannot be named by a NetworkPolicy; an address can)."""
+    doc = app(push=False)
+    issuers = ["https://login.example.com/realms/staff", "https://10.0.0.7:8443/idp"]
+    schemes = [{"type": "oidc", "oidc": {"issuer": i, "audiences": ["mas"]}} for i in issuers]
+    doc["spec"]["endpoints"]["concierge"]["a2a"]["auth"] = {"schemes": schemes}
+    rules = egress(doc)
+    assert {"ports": [{"protocol": "TCP", "port": 443}]} in rules
+    address = {
+        "ports": [{"protocol": "TCP", "port": 8443}],
+        "to": [{"ipBlock": {"cidr": "10.0.0.7/32"}}],
+    }
+    assert address in rules
+    assert not any(r.get("ports") == [{"protocol": "TCP", "port": 443}] for r in egress(app(False)))
