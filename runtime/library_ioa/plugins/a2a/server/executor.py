@@ -54,6 +54,7 @@ from a2a.utils.errors import UnsupportedOperationError
 
 from library_ioa.plugins.a2a.parts import data_of, mas_metadata
 from library_ioa.plugins.a2a.server.publisher import TurnPublisher, TurnTicketLike
+from library_ioa.plugins.a2a.server.tracing import annotate_request
 from library_ioa.serving.principals import owned_session, owner_of
 from mas.runtime.errors import RuntimeFailure
 from mas.runtime.turns import (
@@ -128,6 +129,9 @@ class _ArrivalCounter(SimpleRequestContextBuilder):
             )
         if task_id and built.message is not None:
             self._executor.arrived(task_id, built.message.message_id)
+        if built.message is not None and tracing.on():  # the request's span names the origin
+            metadata = mas_metadata(built.message, owner_of(context))
+            annotate_request(tracing.MAS_ORIGIN, metadata.get(ORIGIN_PRINCIPAL, ""))
         return built
 
 

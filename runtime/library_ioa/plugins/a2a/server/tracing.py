@@ -65,6 +65,13 @@ def _has(message: Any, name: str) -> bool:
         return False
 
 
+def annotate_request(name: str, value: str) -> None:
+    """Set the attribute ``name`` on the request's SERVER span (when traced and ``value``)."""
+    span = _REQUEST_SPAN.get() if tracing.on() and value else None
+    if span is not None:
+        span.set_attribute(name, value)
+
+
 def request_done(  # noqa: PLR0917 - one call site, the handler's hot path: no kwargs dict
     agent: str,
     method: str,
