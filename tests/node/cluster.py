@@ -1,4 +1,4 @@
-"""A real node beside the envtest control plane: containerd, kubelet, scheduler, proxy, DNS.
+"""Real nodes beside the envtest control plane: containerd, kubelet, scheduler, proxy, DNS.
 
 ``NodeCluster`` starts the envtest :class:`~envtest.controlplane.ControlPlane` (its API
 server listening on every address, so pods reach it through the ``kubernetes`` Service),
@@ -10,6 +10,16 @@ kube-proxy's iptables chains, and restores the two sysctls it set::
 
     with NodeCluster() as node:
         api = kubernetes.client.CoreV1Api(node.api_client())
+
+``NodeCluster(nodes=2)`` adds a second node, ``masnode-b`` (:data:`configs.SECOND`): its
+own containerd (root, state, socket), kubelet, bridge ``masnode1`` and pod CIDR
+10.244.1.0/24. The two nodes share the host's network namespace, so the host routes
+between the two bridges (both are its own addresses) and one kube-proxy, CoreDNS and
+scheduler serve both, as a cluster's add-ons would. Each node is in a zone of its own
+(``topology.kubernetes.io/zone``: zone-a, zone-b). The nodes' Leases are short and the
+node lifecycle controller's grace period too, so that :meth:`NodeCluster.stop_node` (a node
+lost: its kubelet, containers and containerd killed) is seen within seconds;
+:meth:`NodeCluster.start_node` brings it back.
 
 Needs root. :func:`node_available` says what is missing and how to get it.
 Environment: ``MAS_NODE_DIR`` (the binaries, default what ``scripts/build-node`` builds),
@@ -27,13 +37,14 @@ import shutil
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tests.envtest.controlplane import ControlPlane, binaries_available, free_port
 
 from . import configs, host
-from .configs import BRIDGE, GATEWAY, NODE_NAME, SERVICE_CIDR, Layout
+from .configs import CLUSTER_CIDR, FIRST, GATEWAY, NODE_NAME, SECOND, SERVICE_CIDR, Layout, NodeNet
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +54,10 @@ ENFORCER = "kube-router"
 HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ipset", "ip")
 LOCK = Path("/run/maslab-node.lock")
 CACHE = Path.home() / ".cache" / "maslab" / "node"
+# The node lifecycle controller on two nodes: check every second, and call a node whose
+# Lease (10 s, renewed every 2.5 s) has not been renewed for 12 s unreachable.
+LEASE_SECONDS = 10
+NODE_MONITOR_ARGS = ("--node-monitor-period=1s", "--node-monitor-grace-period=12s")
 
 
 class NodeError(RuntimeError):
@@ -96,20 +111,30 @@ def node_available() -> tuple[bool, str]:
 
 
 class NodeCluster:
-    """The control plane plus one real node; a context manager."""
+    """The control plane plus one real node (or two, ``nodes=2``); a context manager."""
 
-    def __init__(self, *, start_timeout: float = 240.0) -> None:
+    _running: NodeCluster | None = None  # one per process: they share bridge names and a lock
+
+    def __init__(self, *, start_timeout: float = 240.0, nodes: int = 1) -> None:
+        if nodes not in (1, 2):
+            raise ValueError(f"nodes must be 1 or 2, not {nodes!r}")
         self.start_timeout = start_timeout
+        self.nets: tuple[NodeNet, ...] = (
+            (FIRST,) if nodes == 1 else (replace(FIRST, zone="zone-a"), SECOND)
+        )
         self.control_plane = ControlPlane(
             # Pods reach the API server at the bridge address (the `kubernetes` EndpointSlice).
             extra_apiserver_args=[
                 "--bind-address=0.0.0.0",
                 "--kubelet-preferred-address-types=InternalIP",
             ],
+            extra_controller_manager_args=NODE_MONITOR_ARGS if nodes == 2 else (),
         )
         self.bins = node_binaries_dir()
-        self.layout: Layout | None = None
+        self.layout: Layout | None = None  # the first node's
+        self.layouts: dict[str, Layout] = {}  # every node's, by node name
         self._procs: list[host.Child] = []
+        self._stopped: list[host.Child] = []  # processes of nodes stopped on purpose
         self._lock_fd: int | None = None
         self._sysctls: dict[str, str] = {}
         self._network_policy = False
@@ -134,8 +159,13 @@ class NodeCluster:
         assert self.control_plane.kubeconfig_path is not None
         return self.control_plane.kubeconfig_path
 
+    @property
+    def node_names(self) -> list[str]:
+        return [net.name for net in self.nets]
+
     def logs(self) -> dict[str, Path]:
-        return {**self.control_plane.logs, **{p.name: p.log_path for p in self._procs}}
+        procs = (*self._stopped, *self._procs)
+        return {**self.control_plane.logs, **{p.name: p.log_path for p in procs}}
 
     def exited(self) -> list[str]:
         """The node's processes that have exited, with their exit codes and log tails."""
@@ -160,6 +190,12 @@ class NodeCluster:
         ok, why = node_available()
         if not ok:
             raise NodeError(why)
+        if NodeCluster._running is not None:  # the lock would wait for ourselves forever
+            raise NodeError(
+                f"a node cluster ({', '.join(NodeCluster._running.node_names)}) already runs "
+                "in this process: stop it before starting another"
+            )
+        NodeCluster._running = self
         self._lock_fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o600)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)  # one node per machine: one bridge name
         self._started = True
@@ -169,23 +205,32 @@ class NodeCluster:
             self.control_plane.start()
             work = self.control_plane.work_dir
             assert work is not None
-            self.layout = Layout(
-                work=work / "node",
-                kubeconfig=self.kubeconfig,
-                kubelet_port=free_port(),
-                kubelet_healthz_port=free_port(),
-                scheduler_port=free_port(),
-                proxy_healthz_port=free_port(),
-                proxy_metrics_port=free_port(),
-                dns_health_port=free_port(),
-                dns_ready_port=free_port(),
-            )
-            self._write_configs()
+            two = len(self.nets) == 2
+            for net in self.nets:
+                self.layouts[net.name] = Layout(
+                    work=work / f"node{net.suffix}",
+                    kubeconfig=self.kubeconfig,
+                    kubelet_port=free_port(),
+                    kubelet_healthz_port=free_port(),
+                    scheduler_port=free_port(),
+                    proxy_healthz_port=free_port(),
+                    proxy_metrics_port=free_port(),
+                    dns_health_port=free_port(),
+                    dns_ready_port=free_port(),
+                    net=net,
+                    cluster_cidr=CLUSTER_CIDR if two else net.pod_cidr,
+                    lease_seconds=LEASE_SECONDS if two else None,
+                )
+            self.layout = self.layouts[NODE_NAME]
+            for lay in self.layouts.values():
+                self._write_configs(lay)
             host.publish_apiserver(self.api_client(), GATEWAY, self.control_plane.server_url)
-            self._start_containerd(deadline)
+            for lay in self.layouts.values():
+                self._start_containerd(lay, deadline)
             self._start_dns(deadline)
             self._start_scheduler(deadline)
-            self._start_kubelet(deadline)
+            for lay in self.layouts.values():
+                self._start_kubelet(lay, deadline)
             self._start_proxy(deadline)  # its /healthz waits for the Node object
         except BaseException:
             self.stop()
@@ -201,15 +246,15 @@ class NodeCluster:
         if not self._started:
             return
         self._started = False
-        lay = self.layout
-        kubelet = next((p for p in self._procs if p.name == "kubelet"), None)
-        if kubelet is not None:
-            kubelet.stop()
-        if lay is not None and lay.containerd_socket.exists():
-            host.kill_containers(lay.containerd_socket)
+        for p in self._procs:
+            if p.name.startswith("kubelet"):
+                p.stop()
+        for lay in self.layouts.values():
+            if lay.containerd_socket.exists():
+                host.kill_containers(lay.containerd_socket)
         for p in reversed(self._procs):
             p.stop()
-        if lay is not None:
+        for lay in self.layouts.values():
             host.kill_shims(lay.containerd_socket)
             host.unmount_under(lay.work)
         self._network_down()
@@ -217,22 +262,60 @@ class NodeCluster:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+        NodeCluster._running = None
+
+    # -- a node lost and back ----------------------------------------------------------
+
+    def _node_procs(self, name: str) -> list[host.Child]:
+        suffix = self.layouts[name].net.suffix
+        return [p for p in self._procs if p.name in (f"kubelet{suffix}", f"containerd{suffix}")]
+
+    def stop_node(self, name: str) -> None:
+        """Lose node ``name`` outright: SIGKILL its kubelet, its containers and containerd.
+
+        Nothing tells the API server: the node lifecycle controller finds out when the
+        node's Lease is not renewed. Its bridge stays (the host's other services are
+        reached at the first node's address), with no pod behind it.
+        """
+        lay = self.layouts[name]
+        procs = self._node_procs(name)
+        for p in procs:
+            if p.name.startswith("kubelet") and p.popen is not None:
+                p.popen.kill()
+        host.kill_containers(lay.containerd_socket)
+        for p in procs:
+            if p.popen is not None:
+                p.popen.kill()
+            p.stop()
+            self._procs.remove(p)
+            self._stopped.append(p)
+        host.kill_shims(lay.containerd_socket)
+        host.unmount_under(lay.work)  # the pods' network namespaces go, with their veths
+
+    def start_node(self, name: str, timeout: float = 240.0) -> None:
+        """Start a node :meth:`stop_node` stopped again (same containerd store, images kept)."""
+        lay = self.layouts[name]
+        deadline = time.monotonic() + timeout
+        self._start_containerd(lay, deadline, import_images=False)
+        self._start_kubelet(lay, deadline)
 
     # -- steps -------------------------------------------------------------------------
 
     def _network_up(self) -> None:
         for key in ("net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"):
             self._sysctls[key] = host.sysctl(key, "1")
-        host.run("ip", "link", "del", BRIDGE, check=False)  # a crashed run's leftover
-        host.run("ip", "link", "add", BRIDGE, "type", "bridge")
-        host.run("ip", "addr", "add", f"{GATEWAY}/24", "dev", BRIDGE)
-        host.run("ip", "link", "set", BRIDGE, "up")
+        for net in self.nets:
+            host.run("ip", "link", "del", net.bridge, check=False)  # a crashed run's leftover
+            host.run("ip", "link", "add", net.bridge, "type", "bridge")
+            host.run("ip", "addr", "add", f"{net.gateway}/24", "dev", net.bridge)
+            host.run("ip", "link", "set", net.bridge, "up")
         # The host reaches ClusterIPs through the bridge (kube-proxy's OUTPUT rules DNAT them).
-        host.run("ip", "route", "replace", SERVICE_CIDR, "dev", BRIDGE, "src", GATEWAY)
+        host.run("ip", "route", "replace", SERVICE_CIDR, "dev", FIRST.bridge, "src", GATEWAY)
 
     def _network_down(self) -> None:
         host.run("ip", "route", "del", SERVICE_CIDR, check=False)
-        host.run("ip", "link", "del", BRIDGE, check=False)
+        for net in self.nets:
+            host.run("ip", "link", "del", net.bridge, check=False)
         proxy = self.bins / "kube-proxy"
         if proxy.exists():
             host.run(str(proxy), "--cleanup", check=False)
@@ -246,9 +329,7 @@ class NodeCluster:
             host.sysctl(key, value)
         self._sysctls.clear()
 
-    def _write_configs(self) -> None:
-        lay = self.layout
-        assert lay is not None
+    def _write_configs(self, lay: Layout) -> None:
         for d in ("containerd", "cni", "cni-ipam", "kubelet", "logs"):
             (lay.work / d).mkdir(parents=True, exist_ok=True)
         (lay.work / "containerd.toml").write_text(configs.containerd_config(lay))
@@ -258,11 +339,10 @@ class NodeCluster:
         (lay.work / "Corefile").write_text(configs.corefile(lay))
         (lay.work / "resolv.conf").write_text(configs.resolv_conf())
 
-    def _spawn(self, name: str, *argv: str) -> host.Child:
-        assert self.layout is not None
-        child = host.Child(
-            name, list(argv), self.layout.work / "logs" / f"{name}.log", self.layout.work
-        )
+    def _spawn(self, name: str, *argv: str, lay: Layout | None = None) -> host.Child:
+        lay = lay or self.layout
+        assert lay is not None
+        child = host.Child(name, list(argv), lay.work / "logs" / f"{name}.log", lay.work)
         self._procs.append(child)
         child.start()
         return child
@@ -285,13 +365,20 @@ class NodeCluster:
                 )
             time.sleep(0.2)
 
-    def _start_containerd(self, deadline: float) -> None:
-        lay = self.layout
-        assert lay is not None
+    def _start_containerd(
+        self, lay: Layout, deadline: float, *, import_images: bool = True
+    ) -> None:
+        lay.containerd_socket.unlink(missing_ok=True)  # a killed containerd's, on a restart
         child = self._spawn(
-            "containerd", "containerd", "--config", str(lay.work / "containerd.toml")
+            f"containerd{lay.net.suffix}",
+            "containerd",
+            "--config",
+            str(lay.work / "containerd.toml"),
+            lay=lay,
         )
         self._wait(child, deadline, "the containerd socket", lay.containerd_socket.exists)
+        if not import_images:
+            return
         archive = image_archive()
         assert archive is not None
         for tar in (self.bins / "pause.docker.tar", archive):
@@ -360,7 +447,7 @@ class NodeCluster:
             "kube-router",
             str(self.bins / ENFORCER),
             f"--kubeconfig={lay.kubeconfig}",
-            f"--hostname-override={NODE_NAME}",
+            f"--hostname-override={NODE_NAME}",  # pods of the first node only
             "--run-firewall=true",
             "--run-router=false",
             "--run-service-proxy=false",
@@ -375,22 +462,24 @@ class NodeCluster:
             lambda: host.http_ok(port, "/healthz"),
         )
 
-    def _start_kubelet(self, deadline: float) -> None:
-        lay = self.layout
-        assert lay is not None
+    def _start_kubelet(self, lay: Layout, deadline: float) -> None:
+        net = lay.net
+        labels = [f"--node-labels=topology.kubernetes.io/zone={net.zone}"] if net.zone else []
         child = self._spawn(
-            "kubelet",
+            f"kubelet{net.suffix}",
             str(self.bins / "kubelet"),
             f"--config={lay.work / 'kubelet.yaml'}",
             f"--kubeconfig={lay.kubeconfig}",
             f"--root-dir={lay.work / 'kubelet'}",
-            f"--hostname-override={NODE_NAME}",
-            f"--node-ip={GATEWAY}",
+            f"--hostname-override={net.name}",
+            f"--node-ip={net.gateway}",
+            *labels,
             "--v=2",  # the sync loop's ADD/DELETE and the pod workers' steps, for diagnosis
+            lay=lay,
         )
         self._wait(
             child,
             deadline,
-            f"node {NODE_NAME} Ready",
-            lambda: host.node_ready(self.api_client(), NODE_NAME),
+            f"node {net.name} Ready",
+            lambda: host.node_ready(self.api_client(), net.name),
         )

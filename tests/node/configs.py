@@ -1,8 +1,10 @@
 """Configuration files of the node tier's processes, as pure functions of a :class:`Layout`.
 
-Everything lives under one work directory; the only host-wide state is the bridge, its
-route to the Service CIDR and kube-proxy's iptables chains, which :mod:`tests.node.cluster`
-removes on teardown.
+Everything of a node lives under its work directory; the only host-wide state is each node's
+bridge, the route to the Service CIDR and kube-proxy's iptables chains, which
+:mod:`tests.node.cluster` removes on teardown. A node's network (name, bridge, pod CIDR,
+address, zone) is a :class:`NodeNet`: :data:`FIRST` is the one-node tier's, :data:`SECOND`
+the node the two-node layout adds beside it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,25 @@ NODE_NAME = "masnode"
 CLUSTER_DOMAIN = "cluster.local"
 PAUSE_IMAGE = "maslab.local/pause:1"
 CNI_BIN_DIR = "/usr/lib/cni"
+# Two nodes: both pod CIDRs, the range pods route through their bridge and kube-proxy calls
+# the cluster's own traffic.
+CLUSTER_CIDR = "10.244.0.0/16"
+
+
+@dataclass(frozen=True)
+class NodeNet:
+    """One node's name and network: its bridge carries ``gateway``, its node IP."""
+
+    name: str
+    bridge: str
+    pod_cidr: str
+    gateway: str
+    zone: str | None = None  # the node's topology.kubernetes.io/zone label
+    suffix: str = ""  # added to its processes' names (logs) and its work directory
+
+
+FIRST = NodeNet(NODE_NAME, BRIDGE, POD_CIDR, GATEWAY)
+SECOND = NodeNet("masnode-b", "masnode1", "10.244.1.0/24", "10.244.1.1", "zone-b", "-b")
 
 
 @dataclass(frozen=True)
@@ -37,6 +58,12 @@ class Layout:
     proxy_metrics_port: int
     dns_health_port: int
     dns_ready_port: int
+    net: NodeNet = FIRST
+    # The pod CIDRs of every node: POD_CIDR alone on one node, CLUSTER_CIDR on two.
+    cluster_cidr: str = POD_CIDR
+    # Seconds of the node's Lease (None: the kubelet's default, 40 s); short on two nodes,
+    # so that the node lifecycle controller sees a lost node soon.
+    lease_seconds: int | None = None
 
     @property
     def containerd_socket(self) -> Path:
@@ -81,23 +108,31 @@ state = "{root / "state"}"
 
 
 def cni_config(lay: Layout) -> str:
-    """A bridge network with host-local IPAM; hairpin so a pod reaches its own Service."""
+    """A bridge network with host-local IPAM; hairpin so a pod reaches its own Service.
+
+    A pod routes the Services and, with two nodes, the other node's pods through its bridge
+    (the host forwards between the two bridges); nothing else.
+    """
+    net = lay.net
+    routes = [{"dst": SERVICE_CIDR}]
+    if lay.cluster_cidr != net.pod_cidr:
+        routes.append({"dst": lay.cluster_cidr})
     return json.dumps(
         {
             "cniVersion": "0.4.0",
-            "name": "masnode",
+            "name": net.name,
             "plugins": [
                 {
                     "type": "bridge",
-                    "bridge": BRIDGE,
+                    "bridge": net.bridge,
                     "isGateway": True,
                     "ipMasq": False,
                     "hairpinMode": True,
                     "ipam": {
                         "type": "host-local",
-                        "ranges": [[{"subnet": POD_CIDR, "gateway": GATEWAY}]],
-                        # Services only: no default route, so pod traffic stays on this node.
-                        "routes": [{"dst": SERVICE_CIDR}],
+                        "ranges": [[{"subnet": net.pod_cidr, "gateway": net.gateway}]],
+                        # No default route: pod traffic stays on the nodes.
+                        "routes": routes,
                         "dataDir": str(lay.work / "cni-ipam"),
                     },
                 },
@@ -110,10 +145,10 @@ def cni_config(lay: Layout) -> str:
 
 def kubelet_config(lay: Layout) -> str:
     """Settings that work in a VM with cgroup v1 and a shared disk (no eviction, no image GC)."""
-    cfg = {
+    cfg: dict[str, object] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
-        "address": GATEWAY,
+        "address": lay.net.gateway,
         "port": lay.kubelet_port,
         "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1",
@@ -124,8 +159,8 @@ def kubelet_config(lay: Layout) -> str:
         "enforceNodeAllocatable": [],
         "failCgroupV1": False,
         "failSwapOn": False,
-        "podCIDR": POD_CIDR,
-        "clusterDNS": [GATEWAY],
+        "podCIDR": lay.net.pod_cidr,
+        "clusterDNS": [GATEWAY],  # CoreDNS runs once, on the first node's bridge
         "clusterDomain": CLUSTER_DOMAIN,
         "resolvConf": str(lay.work / "resolv.conf"),
         "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
@@ -152,6 +187,10 @@ def kubelet_config(lay: Layout) -> str:
         # pointer in doPodResizeAction. Nothing here resizes pods in place.
         "featureGates": {"InPlacePodVerticalScaling": False},
     }
+    if lay.lease_seconds is not None:
+        # The Lease is renewed every quarter of its duration; the status is posted as often.
+        cfg["nodeLeaseDurationSeconds"] = lay.lease_seconds
+        cfg["nodeStatusUpdateFrequency"] = "2s"
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
@@ -160,9 +199,9 @@ def kube_proxy_config(lay: Layout) -> str:
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
         "mode": "iptables",
-        "clusterCIDR": POD_CIDR,
-        "hostnameOverride": NODE_NAME,
-        "bindAddress": GATEWAY,
+        "clusterCIDR": lay.cluster_cidr,
+        "hostnameOverride": lay.net.name,
+        "bindAddress": lay.net.gateway,
         "healthzBindAddress": f"127.0.0.1:{lay.proxy_healthz_port}",
         "metricsBindAddress": f"127.0.0.1:{lay.proxy_metrics_port}",
         "clientConnection": {"kubeconfig": str(lay.kubeconfig)},

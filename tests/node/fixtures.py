@@ -1,8 +1,13 @@
-"""pytest fixtures of the node tier: one real node for the session.
+"""pytest fixtures of the node tier: one real node for the session, two for a module.
 
 ``node_cluster`` skips with what is missing and how to get it (root, containerd, the node
 binaries of ``scripts/build-node``, the image of ``scripts/build-image``) unless
 ``MAS_REQUIRE_NODE=1``, in which case it fails, as ``MAS_REQUIRE_ENVTEST`` does for envtest.
+
+``two_nodes`` (module scope) is a cluster of two nodes for the module that uses it. One
+machine runs one node tier at a time (one set of bridges, one lock): its module sorts before
+the one-node tests (``test_node_2nodes.py``), so it is stopped before ``node_cluster`` starts;
+asked for while ``node_cluster`` runs, it fails and says so.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import pytest
 from .cluster import ENFORCER, NodeCluster, node_available, node_binaries_dir
 from .support import helm_binary
 
-__all__ = ["node_alive", "node_cluster", "require_enforcer", "require_node"]
+__all__ = ["node_alive", "node_cluster", "require_enforcer", "require_node", "two_nodes"]
 
 REQUIRE_ENV = "MAS_REQUIRE_NODE"
 
@@ -50,6 +55,14 @@ def node_cluster() -> Iterator[NodeCluster]:
         yield node
 
 
+@pytest.fixture(scope="module")
+def two_nodes() -> Iterator[NodeCluster]:
+    """A running :class:`~tests.node.cluster.NodeCluster` of two nodes, for one module."""
+    require_node()
+    with NodeCluster(nodes=2) as nodes:
+        yield nodes
+
+
 @pytest.fixture(autouse=True)
 def node_alive(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail the test during which one of the node's processes died, with its log tail.
@@ -58,9 +71,10 @@ def node_alive(request: pytest.FixtureRequest) -> Iterator[None]:
     answering: the test that saw it is told which process died instead.
     """
     yield
-    if "node_cluster" not in request.fixturenames:
+    used = [f for f in ("node_cluster", "two_nodes") if f in request.fixturenames]
+    if not used:
         return
-    node: NodeCluster = request.getfixturevalue("node_cluster")
+    node: NodeCluster = request.getfixturevalue(used[0])
     dead = node.exited()
     if dead:
         pytest.fail("a node process died during this test:\n" + "\n".join(dead), pytrace=False)
