@@ -128,8 +128,12 @@ def _run_as() -> tuple[list[str], str]:
 
 
 @contextlib.contextmanager
-def running_postgres(bin_dir: Path) -> Iterator[Postgres]:
-    """Start a server in a temporary directory; stop it and remove the directory after."""
+def running_postgres(bin_dir: Path, *, also_on: str | None = None) -> Iterator[Postgres]:
+    """Start a server in a temporary directory; stop it and remove the directory after.
+
+    ``also_on`` (an address of this host, e.g. a node's bridge) makes it listen there too and
+    trust clients of that address's /16 (the node tier's pods); by default only loopback.
+    """
     run_as, user = _run_as()
     base = Path(tempfile.mkdtemp(prefix="mas-pg-"))
     data, sockets = base / "data", base / "sockets"
@@ -158,6 +162,11 @@ def running_postgres(bin_dir: Path) -> Iterator[Postgres]:
             capture_output=True,
             timeout=120,
         )
+        listen = "127.0.0.1"
+        if also_on is not None:
+            listen = f"127.0.0.1,{also_on}"
+            with open(data / "pg_hba.conf", "a") as hba:  # written by initdb, as the user
+                hba.write(f"host all all {also_on}/16 trust\n")
         port = _free_port()
         command = [
             *run_as,
@@ -165,7 +174,7 @@ def running_postgres(bin_dir: Path) -> Iterator[Postgres]:
             "-D",
             str(data),
             "-h",
-            "127.0.0.1",
+            listen,
             "-p",
             str(port),
             "-k",
