@@ -37,6 +37,7 @@ from mas_operator.conditions import (
     phase_of,
 )
 from mas_operator.conformance.step import reads_jobs, sync_conformance, warn_when_not_conformant
+from mas_operator.disruptionbudgets import serving_floor
 from mas_operator.edges import EdgeState, card_targets, edge_states, plan_edges, transitions
 from mas_operator.kube import Cluster, api_message, retry_after
 from mas_operator.manifests import owned
@@ -96,18 +97,28 @@ def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in refs)
 
 
-def _deployment_ready(dep: Mapping[str, Any]) -> tuple[int, int, bool]:
+def deployment_ready(dep: Mapping[str, Any]) -> tuple[int, int, bool]:
+    """``(wanted replicas, ready replicas, ready)`` of an agent's Deployment.
+
+    Ready: the Deployment has seen its current generation, every pod it runs has the
+    current template (a rollout is not ready while pods of an older one are left), and at
+    least :func:`~mas_operator.disruptionbudgets.serving_floor` of them are available: all
+    but one of several replicas, so that a drain evicting one at a time, as their
+    PodDisruptionBudget allows, leaves the agent (and its Application) Ready while the
+    evicted pod is replaced; the only pod of a single replica.
+    """
     spec, status = dep.get("spec") or {}, dep.get("status") or {}
     want = int(spec.get("replicas", 1))
     ready = int(status.get("readyReplicas") or 0)
-    complete = (
+    updated = int(status.get("updatedReplicas") or 0)
+    floor = serving_floor(want)
+    rolled_out = (
         int(status.get("observedGeneration") or 0) >= int(dep["metadata"].get("generation") or 0)
-        and int(status.get("updatedReplicas") or 0) >= want
-        and int(status.get("availableReplicas") or 0) >= want
-        and int(status.get("replicas") or 0) <= want
-        and ready >= want
+        and updated >= floor
+        and int(status.get("replicas") or 0) <= updated
     )
-    return want, ready, complete
+    serving = int(status.get("availableReplicas") or 0) >= floor and ready >= floor
+    return want, ready, rolled_out and serving
 
 
 def _observe_agents(
@@ -122,7 +133,7 @@ def _observe_agents(
         agent = (dep["metadata"].get("labels") or {}).get(LABEL_AGENT)
         if not agent:
             continue
-        want, ready, complete = _deployment_ready(dep)
+        want, ready, complete = deployment_ready(dep)
         notes = annotations.get(agent, {})
         out[agent] = AgentObserved(
             want,
