@@ -151,26 +151,38 @@ class Desk:
 DNAT_TO = re.compile(r"--to-destination \[?([0-9a-f.:]+?)\]?:\d+$")
 
 
-@pytest.fixture(scope="session")
-def operator_release(node_cluster: NodeCluster) -> Iterator[str]:
-    """`helm install` of charts/mas-operator (CRD, RBAC, the operator) with the built image."""
+@contextlib.contextmanager
+def installed_operator(cluster: NodeCluster, *settings: str) -> Iterator[str]:
+    """`helm install` of charts/mas-operator with the built image, uninstalled after.
+
+    ``settings`` are `--set` values (``"conformance.test.enabled=true"``).
+    """
+    sets = [arg for value in settings for arg in ("--set", value)]
     done = helm(
-        node_cluster.kubeconfig,
+        cluster.kubeconfig,
         "install",
         RELEASE,
         str(CHART),
         "-n",
         OPERATOR_NS,
         "--create-namespace",
-        "--set",
-        "conformance.test.enabled=true",
+        *sets,
         "--wait",
         "--timeout",
         "10m",
     )
     assert done.returncode == 0, f"helm install failed:\n{done.stdout}\n{done.stderr}"
-    yield RELEASE
-    helm(node_cluster.kubeconfig, "uninstall", RELEASE, "-n", OPERATOR_NS, "--wait")
+    try:
+        yield RELEASE
+    finally:
+        helm(cluster.kubeconfig, "uninstall", RELEASE, "-n", OPERATOR_NS, "--wait")
+
+
+@pytest.fixture(scope="session")
+def operator_release(node_cluster: NodeCluster) -> Iterator[str]:
+    """The chart installed (CRD, RBAC, the operator), with its conformance test enabled."""
+    with installed_operator(node_cluster, "conformance.test.enabled=true") as release:
+        yield release
 
 
 @pytest.fixture(scope="session")
