@@ -35,7 +35,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from library_ioa.plugins.a2a.server.sql_history import SqlConversationStore
+from library_ioa.plugins.a2a.server.stores.sql_history import SqlConversationStore
 
 from . import host
 from .agency import DNAT_TO, pod_ready
