@@ -94,7 +94,11 @@ def agent_application(
                     "protocol": "a2a",
                     "url": "http://127.0.0.1:8401",
                     "usage": "deploy",
-                    "a2a": {"task_store": {"type": "sql", "url": database_url}},
+                    # the test's client calls from outside the cluster, with no identity
+                    "a2a": {
+                        "anonymous": True,
+                        "task_store": {"type": "sql", "url": database_url},
+                    },
                 }
             },
             "runtime": runtime,
