@@ -3,7 +3,9 @@
 Egress: DNS on port 53 to any destination, the pods of each agent of this Application it
 routes to (on that agent's A2A ports), each external peer (an IP address becomes an
 ``ipBlock``; a host name can only be allowed by port, since a NetworkPolicy cannot name
-hosts; a pod-local one gets no rule), and the configured model endpoint. DNS is not limited
+hosts; a pod-local one gets no rule), the configured model endpoint, and a PostgreSQL
+task store (its URL's address and port; PostgreSQL's port 5432 to any address when the URL
+comes from a Secret, which the operator does not read). DNS is not limited
 to pods (``namespaceSelector: {}``): the resolver a pod's ``/etc/resolv.conf`` names is often
 not a pod (NodeLocal DNSCache and other host-network resolvers, a resolver on the node or
 outside the pod network), and a policy that blocks it breaks every name, the Services of

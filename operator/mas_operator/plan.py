@@ -31,7 +31,7 @@ from mas.infra.incluster import (
     through_services,
 )
 from mas.infra.model_choice import model_choice
-from mas.infra.models import Application, Endpoint, SecretKeyRef
+from mas.infra.models import Application, Endpoint, SecretKeyRef, TaskStoreOptions
 from mas.infra.plugins import installed_plugins
 from mas.infra.routes import Route, agent_auth
 from mas.infra.wiring import Wired, wire
@@ -122,6 +122,32 @@ def _model_peer(params: Mapping[str, Any], model_type: str) -> Peer | None:
     return None
 
 
+POSTGRES_PORT = 5432  # a PostgreSQL URL without a port, or one the operator cannot read
+
+
+def _store_peer(store: TaskStoreOptions) -> Peer | None:
+    """Where a ``sql`` task store's database is: its URL's host and port, when not a file.
+
+    A URL from a Secret is not read by the operator (it holds the password): its host is
+    unknown, so PostgreSQL's port to any address is allowed. SQLite is a file in the pod.
+    """
+    if store.type != "sql":
+        return None
+    if store.url is None:
+        return Peer(POSTGRES_PORT) if store.url_secret_key_ref is not None else None
+    parts = urlsplit(store.url)
+    if not parts.scheme.startswith("postgresql"):
+        return None
+    try:
+        port = parts.port
+    except ValueError:
+        return None  # validation has refused the document before a plan is made
+    if parts.hostname is None or pod_local_kind(parts.hostname) is not None:
+        return None  # a socket or an address of the pod itself: no policy applies
+        return None
+    return Peer(port if port is not None else POSTGRES_PORT, host=parts.hostname)
+
+
 def grpc_listener_port(endpoint: Endpoint) -> int | None:
     """The port the runtime's gRPC listener binds: ``a2a.grpc_url``'s, else ``grpc_port``."""
     if endpoint.a2a.grpc_url is not None:
@@ -189,6 +215,9 @@ def _agent_plan(
                 peers.append(issuer)
     store = endpoint.a2a.task_store  # the task store's URL and push key, when from Secrets
     secrets += [r for r in (store.url_secret_key_ref, store.push_config_key_secret_key_ref) if r]
+    store_peer = _store_peer(store)
+    if store_peer is not None:
+        peers.append(store_peer)
     unique_secrets = {(ref.name, ref.key): ref for ref in secrets}
     return AgentPlan(
         agent=agent,
