@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from a2a.helpers import get_message_text
 from a2a.types import GetTaskPushNotificationConfigRequest, TaskPushNotificationConfig, TaskState
+from a2a.utils.errors import InvalidParamsError
 from cryptography.fernet import Fernet
 from durable_support import STEP, get_task, list_tasks, serve_on_store
 from sqlalchemy import text
@@ -173,3 +174,19 @@ async def test_a_sqlite_file_in_a_missing_directory_is_one_error(tmp_path: Path)
     stores = build_task_stores("front", TaskStoreOptions(type="sql", url=url), push=False)
     with pytest.raises(TaskStoreError, match=r"^a2a.task_store: cannot open sqlite\+aiosqlite:///"):
         await stores.start("r1")
+
+
+async def test_a_context_id_longer_than_the_store_keeps_is_refused_by_name(pg_url: str) -> None:
+    long_id = "conversation-" + "x" * 40  # 53 characters: PostgreSQL's varchar(36) refuses it
+    async with serve_on_store(pg_url) as served, sdk_client(served) as client:
+        with pytest.raises(InvalidParamsError) as refused:
+            await send(client, user_message("hello", context_id=long_id))
+        stored = await list_tasks(client)
+        # the agent goes on serving a conversation whose id fits
+        [*_, last] = await send(client, user_message("hello again", context_id="c-36"))
+    assert str(refused.value) == (
+        f"contextId {long_id!r} has 53 characters; this agent's task store keeps ids of "
+        "at most 36 (a UUID fits)"
+    )
+    assert stored == []  # the refusal stored nothing
+    assert last.task.status.state == TaskState.TASK_STATE_COMPLETED

@@ -30,7 +30,7 @@ from a2a.server.cluster.event_stream import VersionedEvent
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
-from a2a.utils.errors import InternalError
+from a2a.utils.errors import InternalError, InvalidParamsError
 from sqlalchemy.exc import SQLAlchemyError
 
 from library_ioa.plugins.a2a.server.stores.final_state import (
@@ -43,6 +43,8 @@ from library_ioa.plugins.a2a.server.stores.final_state import (
 from library_ioa.plugins.a2a.server.stores.runs import RunBook
 
 logger = logging.getLogger(__name__)
+# The length of the SDK's id columns (a2a.server.models: String(36), a UUID's text).
+ID_CHARS = 36
 
 
 class FinalStateVersionedStore(VersionedTaskStore):
@@ -78,6 +80,9 @@ class FinalStateVersionedStore(VersionedTaskStore):
         prev_version: TaskVersion,
         context: ServerCallContext,
     ) -> TaskVersion:
+        too_long = _too_long(task)
+        if too_long is not None:
+            raise too_long
         ended = self._ended.get(task.id)
         if refuses(ended, task):
             assert ended is not None
@@ -179,6 +184,23 @@ async def _unavailable_on_error(
         if failed is not None:
             failed()
         raise _unavailable(operation, task_id, exc) from None
+
+
+def _too_long(task: Task) -> InvalidParamsError | None:
+    """The client's error for an id the SDK's tables cannot hold (:data:`ID_CHARS`), if any.
+
+    PostgreSQL refuses a longer value, which would otherwise reach the client as "the task
+    store is unavailable"; SQLite would keep it silently. Task ids are the server's own
+    UUIDs, but a client chooses its contextId.
+    """
+    for field, value in (("contextId", task.context_id), ("taskId", task.id)):
+        if len(value) > ID_CHARS:
+            shown = value if len(value) <= 80 else value[:80] + "..."
+            return InvalidParamsError(
+                message=f"{field} {shown!r} has {len(value)} characters; this agent's task "
+                f"store keeps ids of at most {ID_CHARS} (a UUID fits)"
+            )
+    return None
 
 
 def _unavailable(operation: str, task_id: str, exc: BaseException) -> InternalError:
