@@ -246,7 +246,7 @@ async def test_a_drain_of_a_replicas_node_drops_no_request(
     budgets = k8s.PolicyV1Api(two_nodes.api_client()).list_namespaced_pod_disruption_budget(NS)
     assert [b.spec.max_unavailable for b in budgets.items if b.spec] == [1]
 
-    context = f"drain-{uuid.uuid4()}"
+    context = str(uuid.uuid4())  # the store keeps ids of at most 36 characters
     sent: list[str] = []
     task_ids: list[str] = []
     failures: list[str] = []
@@ -272,7 +272,9 @@ async def test_a_drain_of_a_replicas_node_drops_no_request(
     with ReadyWatch(agent) as watch:
         talker = asyncio.create_task(converse())
         try:
-            await asyncio.to_thread(eventually, lambda: len(task_ids) >= 5, "turns before")
+            # A failed turn ends a wait at once (and the test, below) with what failed.
+            await asyncio.to_thread(eventually, lambda: failures or len(task_ids) >= 5, "turns")
+            assert failures == [], "turns failed before the drain"
             started = time.monotonic()
             evicted = await asyncio.to_thread(drain, core, drained)
             drain_seconds = time.monotonic() - started
@@ -284,7 +286,9 @@ async def test_a_drain_of_a_replicas_node_drops_no_request(
             await asyncio.to_thread(eventually, replaced, "both replicas Ready on masnode")
             recovered = time.monotonic() - started
             after = len(task_ids)
-            await asyncio.to_thread(eventually, lambda: len(task_ids) >= after + 5, "turns after")
+            await asyncio.to_thread(
+                eventually, lambda: failures or len(task_ids) >= after + 5, "turns after"
+            )
         finally:
             stop.set()
             await talker
@@ -335,7 +339,7 @@ async def test_a_lost_node_loses_no_task_and_its_pod_moves(
         "node.kubernetes.io/unreachable": NODE_LOSS_TOLERATION,
         "node.kubernetes.io/not-ready": NODE_LOSS_TOLERATION,
     }
-    context = f"loss-{uuid.uuid4()}"
+    context = str(uuid.uuid4())
     before: list[str] = []
     async with polling_client(agent.card_url()) as client:
         for i in range(5):
