@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -88,6 +86,9 @@ class Provider:
 @contextmanager
 def provider(users: Mapping[str, list[str]], workdir: Path) -> Iterator[Provider]:
     """The provider on a loopback port, ``users`` (subject -> groups) able to sign in."""
+    # Imported here: this file also runs as a script (the --token-command), without `tests`.
+    from tests.process_lines import wait_for_line
+
     binary = require_issuer()
     users_file = workdir / "users.json"
     users_file.write_text(json.dumps(dict(users)))
@@ -97,26 +98,12 @@ def provider(users: Mapping[str, list[str]], workdir: Path) -> Iterator[Provider
         stderr=subprocess.DEVNULL,
     )
     try:
-        yield Provider(**json.loads(_first_line(process)))
+        yield Provider(**json.loads(wait_for_line(process, "{", START_DEADLINE, "oidc-issuer")))
     finally:
         process.terminate()
         process.wait(timeout=10)
         if process.stdout is not None:
             process.stdout.close()
-
-
-def _first_line(process: subprocess.Popen[bytes]) -> str:
-    assert process.stdout is not None
-    deadline = time.monotonic() + START_DEADLINE
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if selector.select(timeout=deadline - time.monotonic()):
-                line = process.stdout.readline().decode(errors="replace")
-                if not line:
-                    raise AssertionError(f"oidc-issuer exited {process.wait()} before ready")
-                return line
-    raise AssertionError(f"oidc-issuer printed nothing within {START_DEADLINE}s")
 
 
 def login(issuer: str, client_id: str, client_secret: str, user: str) -> str:

@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import selectors
 import struct
 import subprocess
 import sys
-import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +38,7 @@ from tests.conftest import EXAMPLES
 from tests.ctl_client.ctl_client_support import environment
 from tests.deadlines import COLD_START
 from tests.ports import free_port
+from tests.process_lines import wait_for_line
 from tests.session_modes.session_modes_support import write_app
 
 from mas.console.app import ConsoleOptions, build_app
@@ -269,7 +268,7 @@ def serve_example(workdir: Path) -> Iterator[Example]:
                 )
             )
         for agent, process in zip(agents, processes, strict=True):
-            line = _ready_line(process)
+            line = wait_for_line(process, "serving ", COLD_START, "mas-ctl serve")
             assert line.startswith(f"serving {agent}"), line
         urls = {a: document["spec"]["endpoints"][a]["url"] for a in agents}
         yield Example(path, urls)
@@ -279,20 +278,3 @@ def serve_example(workdir: Path) -> Iterator[Example]:
             process.wait()
             if process.stdout is not None:
                 process.stdout.close()
-
-
-def _ready_line(process: subprocess.Popen[bytes]) -> str:
-    assert process.stdout is not None
-    deadline = time.monotonic() + COLD_START
-    seen: list[str] = []
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if selector.select(timeout=deadline - time.monotonic()):
-                line = process.stdout.readline().decode(errors="replace")
-                if not line:
-                    raise AssertionError(f"mas-ctl serve exited {process.wait()}: {seen}")
-                if line.startswith("serving "):
-                    return line.strip()
-                seen.append(line.rstrip())
-    raise AssertionError(f"mas-ctl serve printed no ready line within {COLD_START}s: {seen}")

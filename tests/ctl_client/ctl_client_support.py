@@ -10,10 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import selectors
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from a2a.types import GetTaskRequest, Task, TaskState
 from tests.deadlines import COLD_START
 from tests.fast_path import fast_path_options
 from tests.ports import free_port
+from tests.process_lines import wait_for_line
 from tests.session_modes.session_modes_support import MasCtl, application, scripted, write_app
 
 STEP = 20.0  # the longest an awaited step other than a cold start may take
@@ -133,7 +132,7 @@ def serve_desk(
         env=env,
     )
     try:
-        line = _ready_line(process)
+        line = wait_for_line(process, "serving ", COLD_START, "mas-ctl serve")
         assert line.startswith("serving desk:"), line
         yield OurAgent(f"http://127.0.0.1:{port}", grpc_port, release, process)
     finally:
@@ -141,21 +140,6 @@ def serve_desk(
         process.wait()
         if process.stdout is not None:
             process.stdout.close()
-
-
-def _ready_line(process: subprocess.Popen[bytes]) -> str:
-    assert process.stdout is not None
-    deadline = time.monotonic() + COLD_START
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if selector.select(timeout=deadline - time.monotonic()):
-                line = process.stdout.readline().decode(errors="replace")
-                if not line:
-                    raise AssertionError(f"mas-ctl serve exited {process.wait()} before ready")
-                if line.startswith("serving "):
-                    return line.strip()
-    raise AssertionError(f"mas-ctl serve printed no ready line within {COLD_START}s")
 
 
 async def client(
