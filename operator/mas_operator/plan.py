@@ -10,6 +10,7 @@ needs. It is pure: no API calls; the builders turn a plan into manifests.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -44,6 +45,11 @@ from mas_operator.names import (
 from mas_operator.sqlite_files import sqlite_problems
 
 _T = TypeVar("_T")
+
+# The plugin names a document may use: the entry points are read once per process (reading
+# them scans every installed distribution, most of a plan's time), as the packages of a
+# running operator do not change.
+_installed_plugins = functools.cache(installed_plugins)
 
 
 @dataclass(frozen=True)
@@ -274,7 +280,7 @@ def plan_application(
     ns = namespace or metadata.get("namespace") or "default"
     urls = cluster_document(document, ns)
     filled = urls.document
-    wired = wire(filled, installed_plugins(), require_urls=False)
+    wired = wire(filled, _installed_plugins(), require_urls=False)
     problems = _port_problems(wired.app) + sqlite_problems(wired.app)
     if problems:
         raise ApplicationInvalid(problems)
