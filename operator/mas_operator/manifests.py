@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -45,8 +44,18 @@ def owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _copy(value: Any) -> Any:
+    """A deep copy of a manifest's tree of dicts and lists (its leaves are immutable
+    scalars): what :func:`copy.deepcopy` gives, without its memo and its dispatch."""
+    if isinstance(value, Mapping):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value
+
+
 def owned(manifest: Mapping[str, Any], owner: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``manifest`` owned by ``owner``."""
-    out = copy.deepcopy(dict(manifest))
+    """A copy of ``manifest`` owned by ``owner`` (``manifest`` is left as it was)."""
+    out: dict[str, Any] = _copy(manifest)
     out["metadata"]["ownerReferences"] = [owner_reference(owner)]
     return out
