@@ -99,11 +99,13 @@ class Cluster:
         meta = manifest["metadata"]
         path = f"{_collection(kind, meta['namespace'])}/{meta['name']}"
         query = [("fieldManager", self.field_manager), ("force", "true")]
+        # Sent as JSON text, serialised once here: the client sends text as it is, where
+        # it would first walk a dict to copy it (JSON is YAML, as an apply patch wants).
         return self._call(
             path,
             "PATCH",
             query=query,
-            body=dict(manifest),
+            body=json.dumps(manifest, separators=(",", ":")).encode(),
             content_type="application/apply-patch+yaml",
         )
 
