@@ -322,6 +322,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     setup_logging(logging.INFO - 10 * min(args.verbose, 1), log_format)
+    if not args.verbose:
+        # kopf logs an INFO line for every handler it runs on every watch event ("Handler
+        # 'watch-services' succeeded."): one per child created, nothing a person acts on.
+        # Its warnings and errors (and the Events they post) stay; -v shows the lines.
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     try:
         code: int = args.handler(args)
         return code
