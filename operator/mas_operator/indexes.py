@@ -16,8 +16,10 @@ Rules the reconcile relies on:
   index when the reconcile it causes reads it;
 - a value is a small projection of the object (:func:`project`): what the reconcile reads
   (identity, labels, annotations, owner references, and a Deployment's replicas and
-  status), never a ConfigMap's data nor a pod template, so 20,000 children stay a few tens
-  of MiB;
+  status), never a ConfigMap's data nor a pod template, kept as compact JSON
+  (:func:`pack`: smaller than the same as dicts) and decoded only when a
+  reconcile reads its owner's children (:meth:`ChildIndex.children_of`), so 25,000
+  children stay a few tens of MiB;
 - what kopf's watch misses the index misses too: an object deleted while a watch is being
   re-listed (after a ``410 Gone``) stays in its index until it reappears. A reconcile then
   skips applying it while its recorded stamp matches; the next cold pass (the work queue's,
@@ -27,7 +29,7 @@ Rules the reconcile relies on:
 
 from __future__ import annotations
 
-import sys
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +51,7 @@ def index_id(kind: ChildKind) -> str:
 def project(body: Mapping[str, Any], kind: ChildKind) -> dict[str, Any]:
     """The part of a child object a reconcile reads (a new dict; ``body`` is not kept)."""
     meta = body.get("metadata") or {}
-    metadata = _plain({key: meta[key] for key in _META_KEYS if meta.get(key) is not None}, _UNIQUE)
+    metadata = _plain({key: meta[key] for key in _META_KEYS if meta.get(key) is not None})
     refs = [
         _plain({"kind": ref.get("kind"), "name": ref.get("name"), "uid": ref.get("uid")})
         for ref in meta.get("ownerReferences") or []
@@ -65,20 +67,27 @@ def project(body: Mapping[str, Any], kind: ChildKind) -> dict[str, Any]:
     return slim
 
 
-_UNIQUE = frozenset({"name", "uid", "resourceVersion"})  # of one child only: not interned
+def pack(body: Mapping[str, Any], kind: ChildKind) -> bytes:
+    """The projection of a child (:func:`project`) as the index keeps it: compact JSON,
+    without the ``apiVersion`` and ``kind`` its index already tells (:func:`unpack`)."""
+    slim = project(body, kind)
+    del slim["apiVersion"], slim["kind"]
+    return json.dumps(slim, separators=(",", ":")).encode()
 
 
-def _plain(value: Any, unique: frozenset[str] = frozenset()) -> Any:
-    """A deep copy made of plain dicts and lists (kopf hands out read-only views), its
-    strings interned but the values of the ``unique`` keys at its top: each child decoded
-    from a watch has its own copy of the same keys, label values, namespace and owner,
-    which 20,000 children now hold once."""
+def unpack(packed: bytes, kind: ChildKind) -> dict[str, Any]:
+    """The projection :func:`pack` kept (a new dict each call)."""
+    slim: dict[str, Any] = {"apiVersion": kind.api_version, "kind": kind.kind}
+    slim.update(json.loads(packed))
+    return slim
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy made of plain dicts and lists (kopf hands out read-only views)."""
     if isinstance(value, Mapping):
-        return {sys.intern(str(k)): v if k in unique else _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return sys.intern(value)
     return value
 
 
@@ -92,7 +101,7 @@ def owners(body: Mapping[str, Any]) -> list[str]:
 class ChildIndex:
     """The kopf indexes of every child kind, read by owner uid (on the operator's loop)."""
 
-    indexes: Mapping[str, kopf.Index[str, dict[str, Any]]]  # by kind
+    indexes: Mapping[str, kopf.Index[str, bytes]]  # by kind: packed projections
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> ChildIndex | None:
@@ -105,12 +114,12 @@ class ChildIndex:
     def children_of(self, uid: str) -> dict[str, list[dict[str, Any]]]:
         """Every child of the Application ``uid`` by kind, as the watches last saw them.
 
-        The lists are new, the objects shared: a reconcile reads them, never changes them.
+        The lists and the objects in them are new (:func:`unpack`).
         """
         out: dict[str, list[dict[str, Any]]] = {}
         for kind in CHILD_KINDS:
             store = self.indexes[kind.kind].get(uid)
-            out[kind.kind] = list(store) if store is not None else []
+            out[kind.kind] = [unpack(v, kind) for v in store] if store is not None else []
         return out
 
 
@@ -119,12 +128,12 @@ def register(registry: kopf.OperatorRegistry) -> None:
     for kind in CHILD_KINDS:
         group, _, version = kind.api_version.rpartition("/")
 
-        def owned(body: kopf.Body, _kind: ChildKind = kind, **_: Any) -> dict[str, Any] | None:
+        def owned(body: kopf.Body, _kind: ChildKind = kind, **_: Any) -> dict[str, bytes] | None:
             uids = owners(body)
             if not uids:
                 return None
-            slim = project(body, _kind)
-            return {uid: slim for uid in uids}
+            packed = pack(body, _kind)
+            return {uid: packed for uid in uids}
 
         kopf.index(
             group=group,
