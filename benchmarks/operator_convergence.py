@@ -41,6 +41,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -55,6 +56,7 @@ sys.path.insert(0, str(REPO))
 
 import urllib3  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
+from kubernetes import watch as k8s_watch  # noqa: E402
 from tests.envtest.controlplane import ControlPlane, binaries_available  # noqa: E402
 from tests.ports import free_port  # noqa: E402
 
@@ -268,6 +270,62 @@ def namespace(cp: ControlPlane) -> str:
     return name
 
 
+class ConvergenceWatch:
+    """Which Applications of a namespace report status for their generation with every
+    agent, from a watch (the observer's own load on the API server: one event per change,
+    where a LIST of every Application every 2 s cost about half a second of the API
+    server's time each at 1,000, beside the operator's work)."""
+
+    def __init__(self, custom: k8s.CustomObjectsApi, ns: str, agents: dict[str, int]) -> None:
+        self.custom, self.ns, self.agents = custom, ns, agents
+        self.done: set[str] = set()
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._version = ""
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._relist()  # the watch starts from here, before the first create
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _see(self, item: dict[str, Any]) -> None:
+        name, status = item["metadata"]["name"], item.get("status") or {}
+        observed = status.get("observedGeneration") == item["metadata"].get("generation")
+        if observed and len(status.get("agents") or {}) == self.agents.get(name, -1):
+            self.done.add(name)
+        else:
+            self.done.discard(name)
+
+    def _relist(self) -> None:
+        listing = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL)
+        for item in listing["items"]:
+            self._see(item)
+        self._version = listing["metadata"]["resourceVersion"]
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                stream = k8s_watch.Watch().stream(
+                    self.custom.list_namespaced_custom_object, GROUP, VERSION, self.ns, PLURAL,
+                    resource_version=self._version, timeout_seconds=5,
+                )  # fmt: skip
+                try:
+                    for event in stream:
+                        if event["type"] in ("ADDED", "MODIFIED"):
+                            self._see(event["object"])
+                        self._version = event["object"]["metadata"]["resourceVersion"]
+                except k8s.ApiException as exc:
+                    if exc.status != 410:
+                        raise
+                    self._relist()  # too old to resume: read every Application again
+        except BaseException as exc:  # reported by the waiting thread
+            self.error = exc
+
+
 def run_operator_scenario(
     cp: ControlPlane,
     docs: list[dict[str, Any]],
@@ -337,6 +395,10 @@ def run_operator_scenario(
 
         wait_until(leading, 60, "the operator to take its Lease")
         time.sleep(1.0)  # let kopf start its watches
+        watcher = ConvergenceWatch(
+            custom, ns, {d["metadata"]["name"]: len(d["spec"]["endpoints"]) for d in docs}
+        )
+        watcher.start()
         started = time.perf_counter()
         for doc in docs:
             custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, doc)
@@ -344,22 +406,17 @@ def run_operator_scenario(
         samples: list[tuple[int, float]] = []  # (Applications converged, operator RSS)
 
         def converged() -> bool:
-            items = custom.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"]
-            done = [
-                i
-                for i in items
-                if (i.get("status") or {}).get("observedGeneration") == i["metadata"]["generation"]
-                and len((i.get("status") or {}).get("agents") or {}) == len(i["spec"]["endpoints"])
-            ]
-            samples.append((len(done), rss_mib(proc.pid)))
-            if len(done) < len(docs):
+            if watcher.error is not None:
+                raise SystemExit(f"watching the Applications failed: {watcher.error!r}")
+            samples.append((len(watcher.done), rss_mib(proc.pid)))
+            if len(watcher.done) < len(docs):
                 return False
             return len(apps.list_namespaced_deployment(ns).items) == expected
 
-        # Polling is itself load on the API server (a LIST of every Application): at
-        # 1,000 Applications poll every 2 s, a granularity well under 1 % of the time.
-        every = min(2.0, max(0.25, len(docs) / 500))
-        wait_until(converged, 3600, f"convergence (operator log: {log})", every)
+        try:
+            wait_until(converged, 3600, f"convergence (operator log: {log})", 0.25)
+        finally:
+            watcher.stop()
         took = time.perf_counter() - started
         rss, converged_cpu = peak_rss_mib(proc.pid), cpu_s(proc.pid)
         reconciled = metric_total(metrics_port, "mas_operator_reconciles_total")
