@@ -41,6 +41,24 @@ name and the bind is ``0.0.0.0``. Usage::
     await exposure.start()          # raises ListenError when the port is taken
     ...
     await exposure.aclose()
+
+Shutdown keeps this order (:meth:`A2AExposure.aclose`), so a turn accepted before it is
+not lost, even one whose request has already ended (a non-blocking send: the turn runs on
+in the background and the client polls any replica):
+
+1. stop accepting: readiness goes false and the listeners close, in-flight requests
+   getting the drain timeout (uvicorn and gRPC wait for requests only, not for turns);
+2. wait for the turns this replica runs, at most the drain timeout
+   (:meth:`~library_ioa.plugins.a2a.server.stores.task_stores.TaskStores.drain`); each
+   one still running then is written FAILED by this replica, saying it was stopping,
+   and its run row dropped, rather than left WORKING for a survivor's sweep after the
+   lease;
+3. close the request handler (the SDK's per-task machinery), the push sender, then the
+   stores.
+
+The turns themselves run in the agent's mailbox, which the host closes after this.
+In a pod, ``terminationGracePeriodSeconds`` must exceed the preStop delay plus the drain
+(``docs/operations.md``).
 """
 
 from __future__ import annotations
@@ -162,6 +180,7 @@ class A2AExposure:
         self._grpc_bind_host = grpc_bind_host or self.bind_host
         self._ready = ready
         self._accepting = False
+        self._drain_timeout = drain_timeout
         if push_url_validator is None:  # the endpoint's a2a.push policy (security.md)
             push_url_validator = PushUrlPolicy.from_options(endpoint.a2a.push)
         auth = endpoint.a2a.auth
@@ -344,11 +363,22 @@ class A2AExposure:
         self._http.stop_accepting()
 
     async def aclose(self) -> None:
-        """Stop the listeners (in-flight requests get the drain timeout), then the handler."""
+        """Stop the listeners (in-flight requests get the drain timeout), wait for the turns
+        this replica runs (the drain timeout; the rest end FAILED), then close the handler
+        and the stores (the order in this module's docstring)."""
         self._accepting = False
         await self._http.aclose()
         if self._grpc is not None:
             await self._grpc.aclose()
+        running = self.stores.runs.running if self.stores.runs is not None else frozenset()
+        if running:
+            logger.info(
+                "agent %s stopping: waiting at most %gs for %d running turn(s)",
+                self.agent_id,
+                self._drain_timeout,
+                len(running),
+            )
+        await self.stores.drain(self._drain_timeout)
         await self.handler.aclose()
         if self._push_sender is not None:
             await self._push_sender.aclose()

@@ -21,10 +21,16 @@ noted (:meth:`RunBook.broke`). :meth:`RunBook.recover`, run by the live process 
 heartbeat, writes those tasks FAILED with :data:`STORE_FAILED` (and the event, so
 subscribers anywhere see the end) and drops their run rows as soon as the database takes
 writes again, so an outage leaves no task WORKING and no row held by a live replica.
+
+A replica that stops waits for the turns it runs (:meth:`RunBook.settle`, bounded by its
+drain timeout); those still running then are written FAILED with :data:`STOPPED_TURN` by the
+replica itself and their rows dropped (:meth:`RunBook.stop`), so no survivor's sweep has to
+find them after the lease.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from datetime import UTC, datetime
@@ -43,6 +49,10 @@ logger = logging.getLogger(__name__)
 LOST_TURN = (
     "the runtime process running this task's turn stopped (crash or restart) before the "
     "turn ended; the turn is lost: send the message again"
+)
+STOPPED_TURN = (
+    "the replica running this task's turn was stopping (a drain or shutdown) and the turn "
+    "did not end within its drain timeout; the turn is lost: send the message again"
 )
 STORE_FAILED = (
     "the task store could not save this task while its turn ran (the database was "
@@ -108,7 +118,9 @@ class RunBook:
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
         self.agent_id = agent_id
         self.replica_id = ""
-        self._claimed: set[str] = set()
+        self._claimed: dict[str, str] = {}  # task id -> owner: the turns running here
+        self._idle = asyncio.Event()  # set while no turn runs here
+        self._idle.set()
         self._broken: dict[str, str] = {}  # task id -> owner: writes the store refused
 
     async def start(self, replica_id: str) -> None:
@@ -166,7 +178,13 @@ class RunBook:
                         .where(RUNS.c.task_id == task_id)
                         .values(replica_id=self.replica_id)
                     )
-        self._claimed.add(task_id)
+        self._claimed[task_id] = owner
+        self._idle.clear()
+
+    def _unclaim(self, task_id: str) -> None:
+        self._claimed.pop(task_id, None)
+        if not self._claimed:
+            self._idle.set()
 
     def broke(self, task_id: str, owner: str, *, terminal: bool) -> None:
         """A write of ``task_id`` failed in the store: its turn's result is lost.
@@ -184,14 +202,41 @@ class RunBook:
 
     def forget(self, task_id: str) -> None:
         """``task_id`` waits for input: whichever replica takes the answer claims it again."""
-        self._claimed.discard(task_id)
+        self._unclaim(task_id)
 
     async def release(self, task_id: str) -> None:
-        """``task_id`` reached a terminal state: nobody runs it any more."""
-        self._claimed.discard(task_id)
-        async with self._sessions.begin() as session:
-            await session.execute(delete(RUNS).where(RUNS.c.task_id == task_id))
+        """``task_id`` reached a terminal state: nobody runs it any more (the row is gone
+        before :meth:`settle` sees this replica idle)."""
+        try:
+            async with self._sessions.begin() as session:
+                await session.execute(delete(RUNS).where(RUNS.c.task_id == task_id))
+        finally:
+            self._unclaim(task_id)
         self._broken.pop(task_id, None)
+
+    @property
+    def running(self) -> frozenset[str]:
+        """The tasks whose turn runs on this replica."""
+        return frozenset(self._claimed)
+
+    async def settle(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until no turn runs here; ``True`` if that happened."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def stop(self, store: VersionedTaskStore) -> int:
+        """Fail the turns still running here with :data:`STOPPED_TURN` and drop their rows;
+        how many were failed (not those that ended or wait for input meanwhile)."""
+        failed = 0
+        for task_id, owner in list(self._claimed.items()):
+            if await self._fail(store, task_id, owner, STOPPED_TURN):
+                failed += 1
+            await self.release(task_id)
+        return failed
 
     async def _orphans(self, *, starting: bool) -> list[tuple[str, str]]:
         """(task id, owner) of the runs whose replica is gone."""

@@ -112,6 +112,28 @@ class SqlTaskStores(TaskStores):
             except Exception:  # the heartbeat must outlive any surprise, or others fail our tasks
                 logger.exception("agent %s: task store heartbeat failed", self.agent_id)
 
+    async def drain(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until no turn runs on this replica; those still
+        running then are written FAILED (``STOPPED_TURN``) here, their run rows dropped."""
+        if self.runs is None or await self.runs.settle(timeout):
+            return True
+        try:
+            stopped = await self.runs.stop(self.inner_store())
+        except (SQLAlchemyError, OSError) as exc:
+            logger.warning(
+                "agent %s: cannot fail the turns still running at shutdown: %s",
+                self.agent_id,
+                _reason(exc),
+            )
+            return False
+        logger.warning(
+            "agent %s: %d turn(s) still running after the drain timeout (%gs) are now failed",
+            self.agent_id,
+            stopped,
+            timeout,
+        )
+        return False
+
     async def aclose(self) -> None:
         """Stop the heartbeat, leave the replica table and close the engine."""
         if self._beating is not None:

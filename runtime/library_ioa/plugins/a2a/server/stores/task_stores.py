@@ -3,8 +3,9 @@
 The contract both backends fill (:mod:`.endpoint` for ``memory``, :mod:`.sql` for ``sql``):
 the task store, the push-config store, the event stream, the conversations and, for a
 durable store, its engine and the replicas' run book with their lease and heartbeat.
-:meth:`TaskStores.start` opens them before serving and :meth:`TaskStores.aclose` closes them
-after; a store that cannot be configured or reached is a :class:`TaskStoreError` naming
+:meth:`TaskStores.start` opens them before serving, :meth:`TaskStores.drain` waits for the
+turns this replica runs once it no longer accepts requests, and :meth:`TaskStores.aclose`
+closes them after; a store that cannot be configured or reached is a :class:`TaskStoreError` naming
 the field, the Secret and the variable, or the URL without its password.
 """
 
@@ -65,6 +66,12 @@ class TaskStores:
         if isinstance(store, VersionedTaskStore):
             return store
         return LegacyTaskStoreAdapter(store)
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) for the turns this replica runs, then end the rest
+        FAILED; ``True`` when none had to be failed (in memory: nothing outlives the
+        process, nothing to wait for)."""
+        return True
 
     async def aclose(self) -> None:
         """Close the stores after serving (in memory: nothing to close)."""
