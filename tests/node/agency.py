@@ -105,6 +105,40 @@ class Desk:
                 f"{agent}'s Service routed to its ready pods only",
             )
 
+    def rolled_out(self, console: bool) -> None:
+        """Each deployed agent rolled out for the operator's current flags, as `kubectl rollout
+        status` sees it, and its Service routed to the new pods only.
+
+        The operator's ``--console-principal`` (the chart's console) is in every agent pod's
+        environment (``MAS_A2A_CONSOLE``), so turning the console on or off rolls the agents
+        without a new generation of the Application: ``console`` says which template to wait for.
+        """
+        apps = k8s.AppsV1Api(self.node.api_client())
+        for agent in ("concierge", "researcher"):
+
+            def done(a: str = agent) -> bool:
+                deployment = apps.read_namespaced_deployment(f"{self.name}-{a}", NS)
+                [container] = deployment.spec.template.spec.containers
+                names = {e.name for e in container.env or []}
+                status, want = deployment.status, deployment.spec.replicas
+                seen = (
+                    ("MAS_A2A_CONSOLE" in names) == console,
+                    status.observed_generation == deployment.metadata.generation,
+                    status.updated_replicas == want,
+                    status.ready_replicas == want,
+                    status.replicas == want,
+                    len(self.pods(a)) == want,
+                )
+                if all(seen):
+                    return True
+                raise AssertionError(f"{a}: template/generation/updated/ready/replicas/pods {seen}")
+
+            eventually(done, f"{agent} rolled out (console {console})", timeout=600)
+            eventually(
+                lambda a=agent: self.routed_to_ready_pods(a),
+                f"{agent}'s Service routed to its ready pods only",
+            )
+
     def routed_to_ready_pods(self, agent: str) -> bool:
         """kube-proxy's rules for the agent's Service DNAT to its ready pods' IPs, no others."""
         ips = {p.status.pod_ip for p in self.pods(agent) if pod_ready(p)}

@@ -58,6 +58,8 @@ def console_url(desk: Desk) -> Iterator[str]:
     )
     assert done.returncode == 0, f"helm upgrade failed:\n{done.stdout}\n{done.stderr}"
     try:
+        # the agents admit the console: its principal is in their pods, which roll for it
+        desk.rolled_out(console=True)
         core = k8s.CoreV1Api(desk.node.api_client())
         service = core.read_namespaced_service(CONSOLE, OPERATOR_NS)
         port = service.spec.ports[0].port
@@ -66,6 +68,8 @@ def console_url(desk: Desk) -> Iterator[str]:
     finally:
         done = helm(kubeconfig, "upgrade", RELEASE, *common, "--set", "console.enabled=false")
         assert done.returncode == 0, f"helm upgrade back failed:\n{done.stdout}\n{done.stderr}"
+        # and roll back without it: the later tests count one pod per agent
+        desk.rolled_out(console=False)
 
 
 @pytest.fixture
