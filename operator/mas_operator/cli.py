@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import signal
 import sys
@@ -41,7 +42,7 @@ from mas_operator.conformance.command import check_published_cards
 from mas_operator.handlers import COLD_EVERY
 from mas_operator.kube import api_message
 from mas_operator.manifests import dump_manifests
-from mas_operator.plan import plan_application
+from mas_operator.plan import ApiServer, plan_application
 from mas_operator.runner import (
     OperatorHandle,
     OperatorOptions,
@@ -137,6 +138,50 @@ def _add_console_namespaces(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _cidr(text: str) -> str:
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text[:200]!r} is not an address range; accepted: a CIDR such as 10.0.0.1/32"
+        ) from None
+
+
+def _remote_port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text[:200]!r} is not a port; accepted: 1 to 65535")
+    return int(text)
+
+
+def _add_api_server(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--api-server-cidr",
+        action="append",
+        dest="api_server_cidrs",
+        type=_cidr,
+        default=[],
+        metavar="CIDR",
+        help="an address of the API server as pods reach it (the kubernetes Service's "
+        "endpoints; repeatable): the agents' NetworkPolicies let them out to it, where their "
+        "caller check reads the cluster issuer's keys (default: any address; the chart "
+        "passes what it finds at install)",
+    )
+    parser.add_argument(
+        "--api-server-port",
+        action="append",
+        dest="api_server_ports",
+        type=_remote_port,
+        default=[],
+        metavar="PORT",
+        help="a port of those endpoints (repeatable; default: 443 and 6443)",
+    )
+
+
+def _api_server(args: argparse.Namespace) -> ApiServer:
+    ports = tuple(dict.fromkeys(args.api_server_ports)) or ApiServer().ports
+    return ApiServer(cidrs=tuple(dict.fromkeys(args.api_server_cidrs)), ports=ports)
+
+
 def _add_namespace_scope(parser: argparse.ArgumentParser, one: str, every: str) -> None:
     """``-n NS`` (repeatable) or ``-A``: exactly one of them."""
     scope = parser.add_mutually_exclusive_group(required=True)
@@ -212,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--identity", help="holder identity (default: $POD_NAME or host name)")
     _add_console_principal(run)
     _add_console_namespaces(run)
+    _add_api_server(run)
     run.set_defaults(handler=_run)
     render = sub.add_parser("render", help="print the manifests the operator would apply")
     render.add_argument("-f", "--file", required=True, help="the Application YAML file")
@@ -219,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-n", "--namespace", help="namespace (default: metadata.namespace or default)"
     )
     _add_console_principal(render)
+    _add_api_server(render)
     render.set_defaults(handler=_render)
     check = sub.add_parser(
         "conformance",
@@ -252,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _render(args: argparse.Namespace) -> int:
-    plan = plan_application(read_yaml_file(args.file), args.namespace, args.console_principal)
+    document = read_yaml_file(args.file)
+    plan = plan_application(document, args.namespace, args.console_principal, _api_server(args))
     sys.stdout.write(dump_manifests(build_children(plan)))
     for note in plan.notes:  # what the operator posts as Warning Events
         print(f"warning: {note}", file=sys.stderr)
@@ -298,6 +346,7 @@ def _run(args: argparse.Namespace) -> int:
         identity=args.identity,
         console_principal=args.console_principal,
         console_namespaces=tuple(args.console_namespaces),
+        api_server=_api_server(args),
     )
     handle = OperatorHandle()
 

@@ -64,6 +64,7 @@ from mas_operator.names import (
     MANAGED_BY,
 )
 from mas_operator.noops import digest
+from mas_operator.plan import ApiServer
 from mas_operator.reconcile import Outcome, reconcile
 from mas_operator.status_writes import after_write, known_status
 from mas_operator.workqueue import WorkQueue
@@ -86,6 +87,7 @@ class OperatorContext:
     cold_every: int = COLD_EVERY  # full passes; every such one is cold (0: never)
     console: str | None = None  # the install's console subject, admitted by agents ...
     console_namespaces: tuple[str, ...] = ()  # ... of these namespaces (empty: every one)
+    api_server: ApiServer = field(default_factory=ApiServer)  # agents reach it for keys
     # uid: the newest copy of each Application (kept_copy), as compact JSON: a fifth of its
     # size as dicts, and read only when a reconcile or a conformance-run check needs it
     apps: dict[str, bytes] = field(default_factory=dict)
@@ -284,6 +286,7 @@ async def _run_reconcile(
                         written=written,
                         verdicts=ctx.cards.verdicts(uid),
                         console=ctx.console_for(str(meta.get("namespace"))),
+                        api_server=ctx.api_server,
                     )
                 )
                 if span is not None:

@@ -5,7 +5,10 @@ routes to (on that agent's A2A ports), each external peer (an IP address becomes
 ``ipBlock``; a host name can only be allowed by port, since a NetworkPolicy cannot name
 hosts; a pod-local one gets no rule), the configured model endpoint, and a PostgreSQL
 task store (its URL's address and port; PostgreSQL's port 5432 to any address when the URL
-comes from a Secret, which the operator does not read). DNS is not limited
+comes from a Secret, which the operator does not read), and the API server, where the
+agent's caller check reads the cluster issuer's keys (:class:`~mas_operator.plan.ApiServer`:
+its endpoints' addresses and ports as the chart found them, else those ports to any
+address). DNS is not limited
 to pods (``namespaceSelector: {}``): the resolver a pod's ``/etc/resolv.conf`` names is often
 not a pod (NodeLocal DNSCache and other host-network resolvers, a resolver on the node or
 outside the pod network), and a policy that blocks it breaks every name, the Services of
@@ -82,6 +85,15 @@ def _egress_rule(plan: Plan, peer: Peer) -> dict[str, Any]:
     return rule
 
 
+def _api_server_egress(plan: Plan) -> dict[str, Any]:
+    """The API server's endpoints (module docstring): the caller check reads keys there."""
+    api = plan.api_server
+    rule: dict[str, Any] = {"ports": [{"protocol": "TCP", "port": p} for p in api.ports]}
+    if api.cidrs:
+        rule["to"] = [{"ipBlock": {"cidr": cidr}} for cidr in api.cidrs]
+    return rule
+
+
 def _push_egress(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
     """Egress to webhook receivers when the agent's endpoint advertises push (docstring)."""
     door = next(item for item in plan.wired.routes.listeners if item.agent == agent.agent)
@@ -125,6 +137,7 @@ def build_network_policy(plan: Plan, agent: AgentPlan) -> dict[str, Any]:
     egress: list[dict[str, Any]] = [{"ports": DNS_PORTS}]  # any resolver (module docstring)
     egress += [_egress_rule(plan, peer) for peer in agent.peers]
     egress += _push_egress(plan, agent)
+    egress.append(_api_server_egress(plan))
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

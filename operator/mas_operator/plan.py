@@ -80,6 +80,18 @@ class AgentPlan:
 
 
 @dataclass(frozen=True)
+class ApiServer:
+    """The API server as a pod's traffic reaches it (after the ``kubernetes`` Service's
+    translation): its endpoints' addresses and ports. An agent reads its caller check's keys
+    there, so its NetworkPolicy lets it out to them. The chart reads them at install
+    (``mas-operator run --api-server-cidr/--api-server-port``); without addresses any address
+    is allowed on these ports."""
+
+    cidrs: tuple[str, ...] = ()
+    ports: tuple[int, ...] = (443, 6443)
+
+
+@dataclass(frozen=True)
 class Plan:
     """Everything the builders need for one Application."""
 
@@ -92,6 +104,7 @@ class Plan:
     services: Mapping[str, str] = field(default_factory=dict)  # deployed agent -> Service url
     notes: tuple[UrlNote, ...] = ()  # urls the cluster cannot use as written
     console: str | None = None  # the install's console subject, admitted by every agent
+    api_server: ApiServer = field(default_factory=ApiServer)  # where agents read keys
 
     @property
     def app(self) -> Application:
@@ -267,11 +280,15 @@ def _port_problems(app: Application) -> list[Problem]:
 
 
 def plan_application(
-    document: Mapping[str, Any], namespace: str | None = None, console: str | None = None
+    document: Mapping[str, Any],
+    namespace: str | None = None,
+    console: str | None = None,
+    api_server: ApiServer | None = None,
 ) -> Plan:
     """Validate and wire ``document`` as the operator does; describe each deployed agent.
     ``console``: the ServiceAccount subject of the install's console, which every agent is
-    to admit (``mas-operator run --console-principal``), or None.
+    to admit (``mas-operator run --console-principal``), or None. ``api_server``: where the
+    agents' pods reach the API server (:class:`ApiServer`).
 
     Raises :class:`~mas.infra.errors.WiringError` when delegation targets are missing and
     :class:`~mas.infra.errors.ApplicationInvalid` for any other problem (all listed).
@@ -300,4 +317,5 @@ def plan_application(
         services=urls.services,
         notes=urls.notes,
         console=console,
+        api_server=api_server or ApiServer(),
     )

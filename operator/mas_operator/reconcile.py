@@ -50,7 +50,7 @@ from mas_operator.names import (
     application_selector,
 )
 from mas_operator.noops import Applied, ChildKey, digest, memory_of, merge_patch, unchanged
-from mas_operator.plan import Plan, plan_application
+from mas_operator.plan import ApiServer, Plan, plan_application
 
 logger = logging.getLogger(__name__)
 
@@ -299,6 +299,7 @@ def reconcile(
     written: MutableMapping[ChildKey, str] | None = None,
     verdicts: Mapping[str, CardVerdict] | None = None,
     console: str | None = None,
+    api_server: ApiServer | None = None,
 ) -> Outcome:
     """Bring the children of ``body`` to what its spec asks; write its status.
 
@@ -313,7 +314,8 @@ def reconcile(
     ``verdicts``: the latest AgentCard checks of the external endpoints, by url
     (:meth:`mas_operator.cardchecks.CardChecks.verdicts`); :attr:`Outcome.cards` says which
     urls this generation wants checked. ``console``: the install's console subject, which
-    every agent admits (:func:`~mas_operator.plan.plan_application`).
+    every agent admits, and ``api_server``, where their pods reach the API server
+    (:func:`~mas_operator.plan.plan_application`).
     """
     meta = body["metadata"]
     name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
@@ -327,7 +329,7 @@ def reconcile(
             for kind in CHILD_KINDS
         }
     try:
-        plan = plan_application(_document(body), namespace, console)
+        plan = plan_application(_document(body), namespace, console, api_server)
     except ApplicationInvalid as error:
         reason, message = _stall(error)
         deployments = existing["Deployment"]

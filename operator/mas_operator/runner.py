@@ -33,6 +33,7 @@ from mas_operator.kube import Cluster
 from mas_operator.leases import LeaderElector, LeaseSettings
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import DIFFBASE_KEY, DOMAIN
+from mas_operator.plan import ApiServer
 from mas_operator.scopes import (
     UnwatchedReporter,
     crd_served,
@@ -62,6 +63,7 @@ class OperatorOptions:
     identity: str | None = None
     console_principal: str | None = None  # the install's console, admitted by agents ...
     console_namespaces: Sequence[str] = ()  # ... of these namespaces (empty: every one)
+    api_server: ApiServer = field(default_factory=ApiServer)  # agents reach it for keys
     lease_duration: float = 15.0
     lease_renew: float = 5.0
     backoff: Backoff = field(default_factory=Backoff)  # retries of failed reconciles
@@ -281,6 +283,7 @@ async def _run_kopf(
         options.cold_every,
         console=options.console_principal,
         console_namespaces=tuple(options.console_namespaces),
+        api_server=options.api_server,
         queue=WorkQueue(options.backoff),
     )
     if scoped and not await crd_served(ctx.cluster):

@@ -216,7 +216,10 @@ def test_network_policies_follow_the_delegation_graph() -> None:
         "to": [{"ipBlock": {"cidr": "10.0.0.50/32"}}],
         "ports": [{"protocol": "TCP", "port": 8403}],
     } in researcher["egress"]
-    assert len(researcher["egress"]) == 2  # DNS and web-search only
+    assert len(researcher["egress"]) == 3  # DNS, web-search and the API server only
+    assert researcher["egress"][-1] == {  # its caller check's keys (no addresses: any, by port)
+        "ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 6443}]
+    }
     metrics = [r for r in researcher["ingress"] if "from" in r]
     assert metrics == [
         {

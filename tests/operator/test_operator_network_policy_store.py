@@ -32,7 +32,7 @@ def egress(doc: dict[str, Any]) -> list[dict[str, Any]]:
     children = build_children(plan_application(doc))
     [policy] = [c for c in children if c["kind"] == "NetworkPolicy"]
     rules: list[dict[str, Any]] = policy["spec"]["egress"]
-    return rules[1:]  # after DNS
+    return rules[1:-1]  # after DNS, before the API server
 
 
 def test_a_postgresql_address_is_allowed_on_its_port() -> None:

@@ -76,3 +76,34 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: ["events"]
   verbs: ["create"]
 {{- end -}}
+
+{{/*
+The API server as a pod's traffic reaches it: after the kubernetes Service's translation,
+its endpoints' addresses and ports, as JSON {"cidrs": [...], "ports": [...]}. Unless the
+values (networkPolicy.apiServer) name them, they are read from the cluster at install (helm
+lookup of the EndpointSlice default/kubernetes); without a cluster (helm template), any
+address on 443 and 6443. The operator's NetworkPolicy uses them, and the operator puts them
+in every agent's NetworkPolicy (--api-server-cidr/--api-server-port): an agent's caller
+check reads the cluster issuer's keys there.
+*/}}
+{{- define "mas-operator.apiServer" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- $cidrs := $np.apiServer.cidrs -}}
+{{- $ports := $np.apiServer.ports -}}
+{{- $slice := lookup "discovery.k8s.io/v1" "EndpointSlice" "default" "kubernetes" -}}
+{{- if not $np.apiServer.cidrs -}}
+{{- range ($slice.endpoints | default list) -}}
+{{- range (.addresses | default list) -}}
+{{- $cidrs = append $cidrs (printf "%s/%s" . (ternary "128" "32" (contains ":" .))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if not $np.apiServer.ports -}}
+{{- range ($slice.ports | default list) -}}
+{{- $ports = append $ports .port -}}
+{{- end -}}
+{{- end -}}
+{{- $ports = $ports | default (list 443 6443) | uniq -}}
+{{- $cidrs = $cidrs | uniq -}}
+{{- dict "cidrs" $cidrs "ports" $ports | toJson -}}
+{{- end -}}
