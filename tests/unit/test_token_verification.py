@@ -186,6 +186,30 @@ async def test_an_unreachable_issuer_is_not_the_callers_fault(clock: Clock) -> N
         await check.verify(Issuer().token())
 
 
+async def test_a_failed_fetch_stays_keys_unavailable_not_an_unknown_key(clock: Clock) -> None:
+    """Within the refresh interval after a failed fetch, a token is still refused as
+    ``keys_unavailable`` (not the caller's fault), never as an ``unknown_key`` it may hold.
+    Seen in a pod whose NetworkPolicy blocked the API server: "key id ... is not among the
+    issuer's keys" for its own cluster's tokens."""
+    up = Issuer()
+    down = True
+
+    async def fetch(url: str) -> Mapping[str, Any]:
+        if down:
+            raise OSError("connection refused")
+        return await up.fetch(url)
+
+    keys = OidcKeys(ISSUER, fetch=fetch, refresh_interval=10, clock=clock)
+    check = TokenVerifier(ISSUER, AUDIENCE, keys, clock=clock)
+    for _ in range(2):  # the first fetch fails; the second lookup is within the interval
+        with pytest.raises(KeysUnavailable, match="connection refused"):
+            await check.verify(up.token())
+    assert up.fetched == []
+    down = False
+    clock.now += 11  # past the refresh interval: fetched again, and the token verifies
+    assert (await check.verify(up.token(exp=int(clock.now) + 600))).service_account
+
+
 async def test_an_issuer_learnt_from_the_discovery_document_is_then_enforced(
     issuer: Issuer, clock: Clock
 ) -> None:

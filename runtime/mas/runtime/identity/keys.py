@@ -6,7 +6,8 @@ key id. A key id the cached set does not hold makes it fetch the set again, at m
 stream of fetches); concurrent lookups share one fetch. A set older than ``max_age``
 seconds is fetched again at the next lookup, so a key the issuer withdrew stops verifying.
 A fetch that fails keeps the keys already held and raises :class:`KeysUnavailable`, which
-is not the caller's fault.
+is not the caller's fault; so does every lookup of a key not held until the next fetch is
+due (never "unknown", which would blame the caller for the issuer being out of reach).
 
 :class:`OidcKeys` reads ``<issuer>/.well-known/openid-configuration`` (or ``discovery_url``,
 for an issuer reached through another address, such as the cluster's API server), checks that
@@ -78,6 +79,7 @@ class KeySource(abc.ABC):
         self.issuer: str | None = None  # the issuer whose keys these are, once known
         self._keys: dict[str, jwt.PyJWK] = {}
         self._fetched_at: float | None = None
+        self._failed: str | None = None  # why the last fetch failed, if it did
         self._refresh_interval = refresh_interval
         self._max_age = max_age
         self._clock = clock
@@ -102,9 +104,16 @@ class KeySource(abc.ABC):
                 and self._fetched_at is not None
                 and now - self._fetched_at < self._refresh_interval
             ):
+                if self._failed is not None:
+                    raise KeysUnavailable(self._failed)
                 return None
             self._fetched_at = now
-            self._keys = _signing_keys(await self._load_or_raise())
+            try:
+                self._keys = _signing_keys(await self._load_or_raise())
+            except KeysUnavailable as exc:
+                self._failed = str(exc)
+                raise
+            self._failed = None
             return self._keys.get(kid)
 
     def _stale(self) -> bool:
