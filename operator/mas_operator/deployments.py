@@ -162,6 +162,14 @@ def startup_probe() -> dict[str, Any]:
 PRE_STOP_SECONDS = 5
 
 
+# The kubelet's SIGKILL comes this long after the pod's deletion. The stop of a pod in the
+# worst case (docs/operations.md, "The stop of a pod, in order"): the preStop sleep, the
+# mailbox drain (`mas-ctl serve --drain-timeout`, 10 s), uvicorn's graceful close (drain + 1 s,
+# plus 2 s to give up) and the wait for the run book's turns (the drain again): 5 + 10 + 13
+# + 10 = 38 s, above Kubernetes' default of 30 s.
+TERMINATION_GRACE_SECONDS = 45
+
+
 def pre_stop() -> dict[str, Any]:
     """The drain delay as a preStop hook (``sleep`` is in the image)."""
     return {"preStop": {"exec": {"command": ["sleep", str(PRE_STOP_SECONDS)]}}}
@@ -185,6 +193,7 @@ def build_deployment(
         "serviceAccountName": pod_service_account(plan, agent),
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
         "securityContext": pod_security_context(),
         "containers": [
             {

@@ -14,6 +14,7 @@ from mas.infra.errors import ApplicationInvalid, WiringError
 from mas.infra.models import SecretKeyRef
 from mas.infra.secrets import secret_env_name
 from mas_operator.children import build_children, secrets_hash
+from mas_operator.deployments import PRE_STOP_SECONDS, TERMINATION_GRACE_SECONDS
 from mas_operator.manifests import dump_manifests
 from mas_operator.names import child_name, dns_label
 from mas_operator.plan import plan_application
@@ -288,3 +289,13 @@ def test_each_configmap_document_is_servable_as_it_stands() -> None:
         agent = cm["data"]["agent"]
         assert wired.routes.listener(agent) is not None
         assert list(wired.routes.runtimes[agent]) == cm["data"]["hosted"].split()
+
+
+def test_the_grace_period_outlasts_the_slowest_stop_of_a_pod() -> None:
+    # preStop, the mailbox drain, uvicorn's graceful close (drain + 1 s, + 2 s to give up)
+    # and the run book's turns (the drain again), at `mas-ctl serve`'s default drain of 10 s
+    drain = 10
+    slowest = PRE_STOP_SECONDS + drain + (drain + 3) + drain
+    for deployment in by_kind(build_children(plan_application(cluster_app())), "Deployment"):
+        grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert grace == TERMINATION_GRACE_SECONDS > slowest
