@@ -36,7 +36,6 @@ import argparse
 import asyncio
 import json
 import os
-import selectors
 import subprocess
 import sys
 import tempfile
@@ -54,6 +53,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.ports import free_port  # noqa: E402
+from tests.process_lines import wait_for_line  # noqa: E402
 
 START = 90.0  # the longest a process may take to print its ready line
 TURNS_PER_CONTEXT = 20
@@ -80,22 +80,14 @@ def started(
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``argv`` started; its first stdout line that begins with ``ready`` (with a deadline)."""
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    assert process.stdout is not None
-    deadline, seen = time.monotonic() + START, []
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if selector.select(timeout=deadline - time.monotonic()):
-                line = process.stdout.readline().decode(errors="replace")
-                if not line:
-                    raise SystemExit(f"{argv[3]} exited {process.wait()}: {seen}")
-                if line.startswith(ready):
-                    # keep reading what it prints, so a full pipe never stalls it
-                    threading.Thread(target=_drain, args=(process,), daemon=True).start()
-                    return process, line.strip()
-                seen.append(line.rstrip())
-    process.kill()
-    raise SystemExit(f"{argv[3]} printed no {ready!r} line within {START:.0f} s: {seen}")
+    try:
+        line = wait_for_line(process, ready, START, argv[3])
+    except AssertionError as exc:
+        process.kill()
+        raise SystemExit(str(exc)) from None
+    # keep reading what it prints, so a full pipe never stalls it
+    threading.Thread(target=_drain, args=(process,), daemon=True).start()
+    return process, line
 
 
 def _drain(process: subprocess.Popen[bytes]) -> None:
