@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 import socket
+import struct
+import threading
 from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from mas.ctl.forwarding import Forwarder
+from mas.ctl.forwarding import CHUNK, Forwarder
 
 pytestmark = pytest.mark.integration
 
@@ -139,3 +142,66 @@ async def test_a_stream_that_cannot_open_closes_the_connection_and_says_why(
         writer.close()
     finally:
         await forwarder.close()
+
+
+class ProxyThread:
+    """The remote end of a socket pair, written by a thread as the kubernetes port-forward does.
+
+    Like the client library's proxy, it writes whenever it has data and closes its end once it
+    reads this end's end of stream. Unlike it, it writes before it reads, every pass, so a
+    Forwarder that closes its end before the remote has closed fails a write here every time,
+    not once in a while (there: a broken pipe in that thread, a traceback for the user).
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.saw_end = threading.Event()
+        self.done = threading.Event()
+
+    def open_stream(self, port: int) -> socket.socket:
+        ours, theirs = socket.socketpair()
+        threading.Thread(target=self._run, args=(theirs,), daemon=True).start()
+        return ours
+
+    def _run(self, sock: socket.socket) -> None:
+        try:
+            while True:
+                readable, _, _ = select.select([sock], [], [], 0.005)  # the pace of the ticks
+                sock.sendall(b"tick\n")
+                if readable and not sock.recv(CHUNK):
+                    self.saw_end.set()
+                    return
+        except OSError as exc:
+            self.errors.append(repr(exc))
+        finally:
+            sock.close()
+            self.done.set()
+
+
+async def wait_for(event: threading.Event) -> None:
+    async with asyncio.timeout(DEADLINE):
+        while not event.is_set():
+            await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("ending", ["client closes", "client resets", "forwarder closes"])
+async def test_a_stream_is_closed_only_after_the_remote_closed_its_end(ending: str) -> None:
+    remote = ProxyThread()
+    forwarder = Forwarder(remote.open_stream, "the proxy thread")
+    local = await forwarder.start([8401])
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", local[8401])
+        async with asyncio.timeout(DEADLINE):
+            assert await reader.readline() == b"tick\n"  # the remote is writing
+        if ending == "client resets":
+            writer.get_extra_info("socket").setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+            )
+        if ending != "forwarder closes":
+            writer.close()
+            await wait_for(remote.done)
+    finally:
+        await forwarder.close()
+    await wait_for(remote.done)
+    assert (remote.errors, remote.saw_end.is_set()) == ([], True)
+    writer.close()

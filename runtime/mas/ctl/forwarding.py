@@ -4,7 +4,7 @@
 Each accepted connection asks ``open_stream(port)`` for a connected stream socket to that
 remote port (a blocking call, run in a worker thread: for :mod:`mas.ctl.cluster` it opens a
 port-forward stream through the API server, as ``kubectl port-forward`` does), then copies
-bytes both ways until either side closes. A stream that cannot be opened closes the local
+bytes both ways until both have ended. A stream that cannot be opened closes the local
 connection and logs one line; it never stops the listener.
 
 Rules:
@@ -13,6 +13,12 @@ Rules:
   hold up another request;
 - :meth:`Forwarder.close` stops listening, cancels every connection still open and closes
   its sockets; it is idempotent;
+- a stream is ended gracefully, never closed under the remote's feet: this side half-closes
+  it, reads (and drops) whatever the remote still sends until the remote closes its end, and
+  only then closes; after :data:`STREAM_GRACE` seconds it closes anyway. The remote end of a
+  Kubernetes port-forward is the client library's proxy thread writing into a socket pair: a
+  write after this end closed fails in that thread with a broken pipe (a traceback on the
+  user's terminal), and it closes its end as soon as it reads this end's end of stream;
 - nothing here knows about Kubernetes: ``open_stream`` is the whole contract.
 """
 
@@ -29,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
 CHUNK = 64 * 1024
+STREAM_GRACE = 3.0  # seconds a half-closed stream gets to close its end before this one does
 
 # A connected stream socket to the remote ``port``; raises OSError (or anything) when it cannot.
 OpenStream = Callable[[int], socket.socket]
@@ -124,18 +131,43 @@ class Forwarder:
         try:
             await asyncio.gather(copy(reader, remote_writer), copy(remote_reader, writer))
         finally:
-            remote_writer.close()
-            with contextlib.suppress(Exception):
-                await remote_writer.wait_closed()
+            await end_stream(remote_reader, remote_writer)
 
 
 async def copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Copy ``reader`` to ``writer`` until end of stream, then half-close ``writer``."""
-    try:
-        while data := await reader.read(CHUNK):
+    """Copy ``reader`` to ``writer`` until end of stream, then half-close ``writer``.
+
+    A reader that fails (its peer reset the connection) has ended; a writer that fails is gone,
+    and is closed, which ends the other direction of its connection too.
+    """
+    while True:
+        try:
+            data = await reader.read(CHUNK)
+        except (ConnectionError, OSError):
+            data = b""
+        try:
+            if not data:
+                if writer.can_write_eof():
+                    writer.write_eof()
+                return
             writer.write(data)
             await writer.drain()
+        except (ConnectionError, OSError):
+            writer.close()
+            return
+
+
+async def end_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """End a remote stream: half-close it, drop what it still sends until it closes, close it."""
+    try:
         if writer.can_write_eof():
             writer.write_eof()
-    except (ConnectionError, OSError):
-        writer.close()  # the other side is gone: end this direction too
+        async with asyncio.timeout(STREAM_GRACE):
+            while await reader.read(CHUNK):
+                pass
+    except (ConnectionError, OSError, TimeoutError):
+        pass
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
