@@ -102,9 +102,15 @@ async def serve_on_store(
     env: dict[str, str] | None = None,
     options: dict[str, Any] | None = None,
     fast_send: bool | None = None,
+    drain_timeout: float = 2.0,
     **caps: bool,
 ) -> AsyncIterator[Served]:
-    """One scripted agent on ``url``'s task store (one replica when several share it)."""
+    """One scripted agent on ``url``'s task store (one replica when several share it).
+
+    ``drain_timeout``: how long the exposure's stop waits for this replica's running turns.
+    On leaving, the runner's gates open, then the exposure stops (a test may have stopped
+    it already) and the mailbox closes.
+    """
     runner = runner or QuietRunner()
     mailbox = SessionTurnMailbox(runner)
     port = port or free_port()
@@ -124,7 +130,7 @@ async def serve_on_store(
         manifest=AgentManifest(),
         endpoint=endpoint,
         mailbox=mailbox,
-        drain_timeout=2.0,
+        drain_timeout=drain_timeout,
         message_grace=0.0,  # always a task: these tests are about tasks
         task_stores=stores,
         fast_send=fast_send,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,53 +19,21 @@ from a2a.helpers import get_message_text
 from a2a.server.cluster.database_task_store import VersionedDatabaseTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.types import Task, TaskState
-from durable_support import QuietRunner, sql_endpoint
+from durable_support import serve_on_store
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import create_async_engine
-from tests.a2a.a2a_support import STEP, Served, free_port, sdk_client, send, user_message, wait_for
+from tests.a2a.a2a_support import STEP, Served, sdk_client, send, user_message, wait_for
 
-from library_ioa.plugins.a2a.exposure import A2AExposure
-from library_ioa.plugins.a2a.server.stores.endpoint import build_task_stores
 from library_ioa.plugins.a2a.server.stores.runs import RUNS
-from mas.ctl.session.mailbox import SessionTurnMailbox
-from mas.infra.models import AgentManifest, TaskStoreOptions
 
 pytestmark = pytest.mark.integration
 
 WAITING = "stopping: waiting"
 
 
-@contextlib.asynccontextmanager
-async def replica(url: str, drain_timeout: float) -> AsyncIterator[Served]:
+def replica(url: str, drain_timeout: float) -> contextlib.AbstractAsyncContextManager[Served]:
     """One replica on ``url``; the test stops its exposure, this closes the mailbox after."""
-    runner = QuietRunner()
-    mailbox = SessionTurnMailbox(runner)
-    port = free_port()
-    stores = build_task_stores(
-        "scripted",
-        TaskStoreOptions.model_validate({"type": "sql", "url": url}),
-        push=False,
-        env={},
-        heartbeat=5.0,
-        lease=20.0,
-    )
-    exposure = A2AExposure(
-        agent_id="scripted",
-        manifest=AgentManifest(),
-        endpoint=sql_endpoint(port, url),
-        mailbox=mailbox,
-        drain_timeout=drain_timeout,
-        message_grace=0.0,
-        task_stores=stores,
-    )
-    await exposure.start()
-    try:
-        yield Served(exposure, runner, mailbox, exposure.url)
-    finally:
-        for gate in list(runner.gates.values()):
-            gate.set()
-        await exposure.aclose()
-        await mailbox.aclose()
+    return serve_on_store(url, drain_timeout=drain_timeout)
 
 
 async def start_turn(client: Client, served: Served, gate: str) -> str:
