@@ -3,16 +3,19 @@
 ``control_plane`` and ``envtest_namespace`` come from the suite-wide ``tests/conftest.py``
 (etcd, kube-apiserver and kube-controller-manager built by ``scripts/build-envtest``);
 without the binaries the tests that need them are skipped with a how-to-build message,
-unless ``MAS_REQUIRE_ENVTEST=1``.
+unless ``MAS_REQUIRE_ENVTEST=1``. ``proxy`` puts the fault proxy (``fault_proxy.py``) in
+front of that API server, and ``start_proxied`` starts operators that reach it through the proxy.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fault_proxy import FaultProxy, proxied_kubeconfig
 from operator_support import RunningOperator, crd_document
 
 from mas_operator.runner import OperatorOptions
@@ -52,3 +55,31 @@ def start_operator(
     for op in reversed(started):
         if op.alive:
             op.stop()
+
+
+@pytest.fixture
+def proxy(control_plane: Any) -> Iterator[FaultProxy]:
+    """The fault proxy in front of the real API server, stopped at the end."""
+    pki = control_plane.pki
+    started = FaultProxy(
+        control_plane.server_url, control_plane.ca_path, pki["tls_crt"], pki["tls_key"]
+    ).start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def start_proxied(
+    proxy: FaultProxy,
+    start_operator: Callable[..., RunningOperator],
+    control_plane: Any,
+    tmp_path: Path,
+) -> Callable[..., RunningOperator]:
+    """Start operators (as ``start_operator``) whose every API request, kopf's and the
+    reconciler's, goes through the proxy."""
+    kubeconfig = proxied_kubeconfig(control_plane, proxy, tmp_path / "proxied.kubeconfig")
+
+    def start(**overrides: Any) -> RunningOperator:
+        return start_operator(kubeconfig=str(kubeconfig), **overrides)
+
+    return start

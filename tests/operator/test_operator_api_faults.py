@@ -10,14 +10,12 @@ with each other (never with a wall-clock budget).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from fault_proxy import FaultProxy, Seen, proxied_kubeconfig
+from fault_proxy import FaultProxy, Seen
 from operator_support import Api, RunningOperator, cluster_app, eventually, owned_children
 
 from mas_operator.backoff import Backoff
@@ -36,33 +34,8 @@ def expected(app: str = "desk") -> dict[str, list[str]]:
 
 
 @pytest.fixture
-def proxy(control_plane: Any) -> Iterator[FaultProxy]:
-    pki = control_plane.pki
-    started = FaultProxy(
-        control_plane.server_url, control_plane.ca_path, pki["tls_crt"], pki["tls_key"]
-    ).start()
-    yield started
-    started.stop()
-
-
-@pytest.fixture
 def api(control_plane: Any, envtest_namespace: str) -> Api:
     return Api(control_plane.api_client(), envtest_namespace)
-
-
-@pytest.fixture
-def start_proxied(
-    proxy: FaultProxy, start_operator: Any, control_plane: Any, tmp_path: Path
-) -> Any:
-    """Start an operator whose every API request (kopf's and the reconciler's) goes
-    through the proxy."""
-    kubeconfig = proxied_kubeconfig(control_plane, proxy, tmp_path / "proxied.kubeconfig")
-
-    def start(**overrides: Any) -> RunningOperator:
-        op: RunningOperator = start_operator(kubeconfig=str(kubeconfig), **overrides)
-        return op
-
-    return start
 
 
 def retries(op: RunningOperator, reason: str) -> float:

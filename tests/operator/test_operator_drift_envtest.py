@@ -11,16 +11,13 @@ index still holds it, which the first test pins, and the cold pass repairs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_proxy import FaultProxy, proxied_kubeconfig
+from fault_proxy import FaultProxy
 from kubernetes.client import ApiException
 from operator_support import (
     Api,
-    RunningOperator,
     eventually,
     full_passes,
     owned_children,
@@ -40,29 +37,6 @@ PLURALS = ("services", "configmaps", "serviceaccounts", "deployments", "networkp
 @pytest.fixture
 def api(control_plane: Any, envtest_namespace: str) -> Api:
     return Api(control_plane.api_client(), envtest_namespace)
-
-
-@pytest.fixture
-def proxy(control_plane: Any) -> Iterator[FaultProxy]:
-    pki = control_plane.pki
-    started = FaultProxy(
-        control_plane.server_url, control_plane.ca_path, pki["tls_crt"], pki["tls_key"]
-    ).start()
-    yield started
-    started.stop()
-
-
-@pytest.fixture
-def start_proxied(
-    proxy: FaultProxy, start_operator: Any, control_plane: Any, tmp_path: Path
-) -> Any:
-    kubeconfig = proxied_kubeconfig(control_plane, proxy, tmp_path / "proxied.kubeconfig")
-
-    def start(**overrides: Any) -> RunningOperator:
-        op: RunningOperator = start_operator(kubeconfig=str(kubeconfig), **overrides)
-        return op
-
-    return start
 
 
 def gone(read: Any) -> bool:

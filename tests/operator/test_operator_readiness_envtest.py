@@ -4,13 +4,11 @@ again once it is answered."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from fault_proxy import FaultProxy, proxied_kubeconfig
+from fault_proxy import FaultProxy
 from operator_support import RunningOperator, eventually
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
@@ -18,26 +16,15 @@ pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
 HEALTH = "http://127.0.0.1:0/healthz"
 
 
-@pytest.fixture
-def proxy(control_plane: Any) -> Iterator[FaultProxy]:
-    pki = control_plane.pki
-    started = FaultProxy(
-        control_plane.server_url, control_plane.ca_path, pki["tls_crt"], pki["tls_key"]
-    ).start()
-    yield started
-    started.stop()
-
-
 def readyz(op: RunningOperator) -> httpx.Response:
     return httpx.get(f"http://127.0.0.1:{op.handle.liveness_port}/readyz", timeout=5)
 
 
 def test_leader_and_standby_are_ready_and_a_cut_off_standby_is_not(
-    start_operator: Any, proxy: FaultProxy, control_plane: Any, tmp_path: Path
+    start_operator: Any, start_proxied: Any, proxy: FaultProxy
 ) -> None:
     leader = start_operator(liveness=HEALTH)
-    kubeconfig = proxied_kubeconfig(control_plane, proxy, tmp_path / "proxied.kubeconfig")
-    standby = start_operator(wait_leading=False, liveness=HEALTH, kubeconfig=str(kubeconfig))
+    standby = start_proxied(wait_leading=False, liveness=HEALTH)
     eventually(
         lambda: leader.handle.liveness_port and standby.handle.liveness_port,
         what="both health listeners",
