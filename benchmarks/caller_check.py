@@ -37,11 +37,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import jwt
 import uvicorn
-import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -51,11 +49,10 @@ from hot_path import (
     LUA,
     Run,
     Series,
-    application,
     ensure_wrk,
     free_port,
     parse_wrk,
-    start,
+    start_echo,
     stop,
 )
 from starlette.applications import Starlette
@@ -184,20 +181,12 @@ async def main(args: argparse.Namespace) -> int:
         servers = {}
         names = ("off", "on", "base") if args.base else ("off", "on")
         for name in names:
-            port, grpc_port = free_port(), free_port()
-            document: dict[str, Any] = application(port, grpc_port)
-            echo = document["spec"]["endpoints"]["echo"]  # type: ignore[index]
-            echo["a2a"]["allow"] = [CALLER]
-            path = folder / f"{name}.yaml"
-            path.write_text(yaml.safe_dump(document))
             env = {**base_env, "MAS_CONTROL_DIR": str(folder / f"control-{name}")}
             if name in ("on", "base"):
                 env.update(identity_env)
             if name == "base":
                 env["PYTHONPATH"] = str(Path(args.base).resolve() / "runtime")
-            argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(path)]
-            argv += ["--agent", "echo", "--no-control"]
-            servers[name] = await start(name, argv, env, "serving echo", http_port=port)
+            servers[name] = await start_echo(name, folder, env, allow=[CALLER])
         series = Series()
         errors = 0
         try:

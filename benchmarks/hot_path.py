@@ -204,7 +204,8 @@ async def stop(server: Server) -> None:
             await process.wait()
 
 
-def application(port: int, grpc_port: int) -> dict[str, object]:
+def application(port: int, grpc_port: int, **a2a: object) -> dict[str, object]:
+    """One echo agent on 127.0.0.1; ``a2a``: more of its endpoint's ``a2a`` options."""
     return {
         "apiVersion": "infra.maslab.io/v1",
         "kind": "Application",
@@ -215,11 +216,22 @@ def application(port: int, grpc_port: int) -> dict[str, object]:
                 "echo": {
                     "url": f"http://127.0.0.1:{port}",
                     "usage": "deploy",
-                    "a2a": {"grpc_port": grpc_port, "capabilities": {"streaming": True}},
+                    "a2a": {"grpc_port": grpc_port, "capabilities": {"streaming": True}, **a2a},
                 }
             },
         },
     }
+
+
+async def start_echo(name: str, folder: Path, env: dict[str, str], **a2a: object) -> Server:
+    """``mas-ctl serve`` of :func:`application`'s echo agent on two free ports (HTTP, gRPC),
+    its document written to ``folder/<name>.yaml``; ready once it prints ``serving echo``."""
+    http_port, grpc_port = free_port(), free_port()
+    app = folder / f"{name}.yaml"
+    app.write_text(yaml.safe_dump(application(http_port, grpc_port, **a2a)))
+    argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(app)]
+    argv += ["--agent", "echo", "--no-control"]
+    return await start(name, argv, env, "serving echo", http_port=http_port, grpc_port=grpc_port)
 
 
 # -- results ------------------------------------------------------------------------

@@ -33,17 +33,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
 from hot_path import (
     CONNECTIONS,
     LUA,
     Run,
     Series,
-    application,
     ensure_wrk,
     free_port,
     run_wrk,
-    start,
+    start_echo,
     stop,
 )
 
@@ -132,15 +130,8 @@ async def main(args: argparse.Namespace) -> int:
         servers = {}
         try:
             for name, sampler in SAMPLERS.items():
-                http, grpc = free_port(), free_port()
-                app = Path(tmp) / f"{name}.yaml"
-                app.write_text(yaml.safe_dump(application(http, grpc)))
-                argv = [sys.executable, "-m", "mas.ctl.cli", "serve", "-f", str(app)]
-                argv += ["--agent", "echo", "--no-control"]
                 env = traced_env(base, endpoint, sampler)
-                servers[name] = await start(
-                    name, argv, env, "serving echo", http_port=http, grpc_port=grpc
-                )
+                servers[name] = await start_echo(name, Path(tmp), env)
             names = list(SAMPLERS)
             for name in names:  # warm up
                 await run_wrk(wrk, script, servers[name].url, 2)
