@@ -23,7 +23,7 @@ check: ## everything CI runs: lint, types, layers, CRD and reference drift, test
 
 lint:
 	$(BIN)/ruff check runtime operator tests scripts
-	$(BIN)/ruff format --check runtime operator tests
+	$(BIN)/ruff format --check .
 
 typecheck:
 	$(BIN)/mypy
