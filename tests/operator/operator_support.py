@@ -17,8 +17,11 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 import yaml
+from a2a.server.routes import create_agent_card_routes
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from kubernetes import client as k8s
 from kubernetes.client import ApiException
+from starlette.applications import Starlette
 from tests.deadlines import COLD_START
 from tests.ports import free_port
 
@@ -387,3 +390,21 @@ def serve_agent(
             proc.wait(10)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def card_app(url: str) -> Starlette:
+    """A bare a2a-sdk app publishing the AgentCard of an agent named ``Web Search`` at ``url``
+    (the external endpoint whose card the operator checks)."""
+    card = AgentCard(
+        name="Web Search",
+        description="Searches the web.",
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        capabilities=AgentCapabilities(streaming=False),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="search", name="Search", description="Searches", tags=["web"])],
+    )
+    return Starlette(routes=create_agent_card_routes(card))

@@ -15,9 +15,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 import uvicorn
-from a2a.server.routes import create_agent_card_routes
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
-from starlette.applications import Starlette
+from operator_support import card_app
 from tests.ports import free_port
 
 from mas_operator.cardchecks import (
@@ -129,24 +127,7 @@ async def card_server() -> AsyncIterator[str]:
     """A bare a2a-sdk server publishing its AgentCard on 127.0.0.1; yields its URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    card = AgentCard(
-        name="Web Search",
-        description="Searches the web.",
-        version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
-        ],
-        capabilities=AgentCapabilities(streaming=False),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="search", name="Search", description="Searches", tags=["web"])],
-    )
-    config = uvicorn.Config(
-        Starlette(routes=create_agent_card_routes(card)),
-        host="127.0.0.1",
-        port=port,
-        log_level="error",
-    )
+    config = uvicorn.Config(card_app(url), host="127.0.0.1", port=port, log_level="error")
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
     try:

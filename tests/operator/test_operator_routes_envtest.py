@@ -20,10 +20,14 @@ from typing import Any
 import pytest
 import uvicorn
 import yaml
-from a2a.server.routes import create_agent_card_routes
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
-from operator_support import Api, eventually, full_passes, printer_columns, wait_condition
-from starlette.applications import Starlette
+from operator_support import (
+    Api,
+    card_app,
+    eventually,
+    full_passes,
+    printer_columns,
+    wait_condition,
+)
 from tests.ports import free_port
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(180)]
@@ -166,19 +170,7 @@ def card_server() -> Iterator[tuple[str, threading.Event]]:
     Yields its url and an event: set it to stop the server (the context waits for it)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    card = AgentCard(
-        name="Web Search",
-        description="Searches the web.",
-        version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
-        ],
-        capabilities=AgentCapabilities(streaming=False),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="search", name="Search", description="Searches", tags=["web"])],
-    )
-    app = Starlette(routes=create_agent_card_routes(card))
+    app = card_app(url)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     stop = threading.Event()
     failed: list[BaseException] = []
