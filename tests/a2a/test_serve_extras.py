@@ -10,18 +10,13 @@ server handles SIGTERM (every door bound).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from a2a_support import free_port
-from tests.a2a.test_serve_imports import PROBE, START
+from tests.a2a.test_serve_imports import PROBE, run_probe
 from tests.security.served_process import app_document
 
 # PROBE, once /readyz answers, also waits until serve handles SIGTERM (it installs its
@@ -111,30 +106,8 @@ def probe(tmp_path: Path, case: Case, watched: list[str]) -> list[str]:
     """Which of ``watched`` a real ``serve`` of ``case``'s document has loaded when ready."""
     port = free_port()
     document, extra_env = case(port, tmp_path)
-    app = tmp_path / "app.yaml"
-    app.write_text(yaml.safe_dump(document), encoding="utf-8")
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("OTEL_") and key != "MAS_DEBUG"
-    }
-    env |= {"MAS_CONTROL_DIR": str(tmp_path / "control"), **extra_env}
-    command = ["serve", "-f", str(app), "--agent", "echo", "--no-control"]
-    readyz = f"http://127.0.0.1:{port}/readyz"
-    probe_code = READY_PROBE.format(start=START)
-    done = subprocess.run(
-        [sys.executable, "-c", probe_code, json.dumps(watched), readyz, *command],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=START + 30,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.startswith("PROBE ")]
-    assert len(lines) == 1, done.stderr
-    assert "serving echo" in done.stdout
-    loaded: list[str] = json.loads(lines[0][len("PROBE ") :])["loaded"]
+    state = run_probe(tmp_path, port, document, watched, code=READY_PROBE, extra_env=extra_env)
+    loaded: list[str] = state["loaded"]
     return loaded
 
 

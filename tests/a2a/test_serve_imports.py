@@ -72,20 +72,29 @@ def application(port: int, grpc_port: int) -> dict[str, Any]:
     return app_document({"echo": {"model": {"type": "echo"}}}, {"echo": endpoint})
 
 
-def probe_serve(tmp_path: Path, watched: list[str]) -> dict[str, Any]:
-    port = free_port()
-    app = tmp_path / "cold.yaml"
-    app.write_text(yaml.safe_dump(application(port, free_port())), encoding="utf-8")
+def run_probe(
+    tmp_path: Path,
+    port: int,
+    document: dict[str, Any],
+    watched: list[str],
+    *,
+    code: str = PROBE,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """What ``code`` (``PROBE`` or a variant) reported of ``watched`` from a real ``serve`` of
+    ``document``'s echo agent, listening on ``port``, in a fresh interpreter."""
+    app = tmp_path / "app.yaml"
+    app.write_text(yaml.safe_dump(document), encoding="utf-8")
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith("OTEL_") and key != "MAS_DEBUG"
     }
-    env["MAS_CONTROL_DIR"] = str(tmp_path / "control")
+    env |= {"MAS_CONTROL_DIR": str(tmp_path / "control"), **(extra_env or {})}
     command = ["serve", "-f", str(app), "--agent", "echo", "--no-control"]
     readyz = f"http://127.0.0.1:{port}/readyz"
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(start=START), json.dumps(watched), readyz, *command],
+        [sys.executable, "-c", code.format(start=START), json.dumps(watched), readyz, *command],
         env=env,
         capture_output=True,
         text=True,
@@ -97,6 +106,11 @@ def probe_serve(tmp_path: Path, watched: list[str]) -> dict[str, Any]:
     assert len(lines) == 1, done.stderr
     assert "serving echo" in done.stdout
     return dict(json.loads(lines[0][len("PROBE ") :]))
+
+
+def probe_serve(tmp_path: Path, watched: list[str]) -> dict[str, Any]:
+    port = free_port()
+    return run_probe(tmp_path, port, application(port, free_port()), watched)
 
 
 def test_ready_serve_loaded_nothing_its_endpoint_does_not_use(tmp_path: Path) -> None:
