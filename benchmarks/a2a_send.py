@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -31,15 +30,9 @@ from pathlib import Path
 
 import httpx
 import yaml
+from hot_path import free_port, start, stop
 
 TEXT = "hello from the benchmark"
-START_TIMEOUT = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def bare_server(port: int) -> None:
@@ -159,31 +152,6 @@ async def load(name: str, url: str, requests: int, concurrency: int, limit: floa
     return Result(name, len(latencies), errors, seconds, latencies)
 
 
-async def start(argv: list[str], env: dict[str, str], ready: str) -> asyncio.subprocess.Process:
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env
-    )
-    assert process.stdout is not None
-    async with asyncio.timeout(START_TIMEOUT):
-        while True:
-            line = (await process.stdout.readline()).decode()
-            if not line:
-                raise SystemExit(f"{argv[2:4]} exited before it was ready")
-            if line.startswith(ready):
-                return process
-
-
-async def stop(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        process.terminate()
-        try:
-            async with asyncio.timeout(15):
-                await process.wait()
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-
-
 def application(port: int) -> dict[str, object]:
     return {
         "apiVersion": "infra.maslab.io/v1",
@@ -203,6 +171,7 @@ async def main(args: argparse.Namespace) -> int:
         app.write_text(yaml.safe_dump(application(serve_port)))
         env = {**os.environ, "MAS_CONTROL_DIR": str(Path(tmp) / "control"), "PYTHONUNBUFFERED": "1"}
         serve = await start(
+            "serve",
             [
                 sys.executable,
                 "-m",
@@ -216,14 +185,11 @@ async def main(args: argparse.Namespace) -> int:
             ],
             env,
             "serving echo",
+            http_port=serve_port,
         )
-        bare = await start(
-            [sys.executable, __file__, "--bare-server", str(bare_port)], env, "ready"
-        )
-        targets = {
-            "serve": f"http://127.0.0.1:{serve_port}/",
-            "bare": f"http://127.0.0.1:{bare_port}/",
-        }
+        bare_argv = [sys.executable, __file__, "--bare-server", str(bare_port)]
+        bare = await start("bare", bare_argv, env, "ready", http_port=bare_port)
+        targets = {"serve": serve.url, "bare": bare.url}
         try:
             for name, url in targets.items():  # warm up both
                 await load(name, url, 100, args.concurrency, args.time_limit)
