@@ -111,9 +111,10 @@ def need_browser() -> None:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Any, name: str) -> AsyncIterator[str]:
-    """``app`` on uvicorn at a free loopback port until the block ends; its base url."""
-    port = free_port()
+async def serving(app: Any, name: str, port: int | None = None) -> AsyncIterator[str]:
+    """``app`` on uvicorn at ``port`` (default a free one) on loopback until the block ends;
+    its base url."""
+    port = port or free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host=HOST, port=port, log_level="error", timeout_graceful_shutdown=2)
     )
@@ -191,19 +192,8 @@ async def hostile_agent() -> AsyncIterator[str]:
     app = Starlette(
         routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
     )
-    # the card declares this port: serve exactly there
-    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="error"))
-    task = asyncio.create_task(server.serve(), name="hostile-agent")
-    try:
-        async with asyncio.timeout(START):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        yield f"http://{HOST}:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, START)
+    async with serving(app, "hostile-agent", port) as url:  # the port its card declares
+        yield url
 
 
 def one_agent_document(agent: str, url: str, **spec: Any) -> dict[str, Any]:
