@@ -22,6 +22,7 @@ from a2a.types import GetTaskRequest, Task, TaskState
 from kubernetes import client as k8s
 
 from mas.runtime.history import DEFAULT_MAX_HISTORY
+from mas_operator.deployments import CONTAINER
 from tests.durable.pg_server import Postgres, binaries, running_postgres
 
 from . import host
@@ -32,6 +33,7 @@ from .support import eventually
 from .twonode import (
     HELD,
     Agent,
+    PodLog,
     agent_application,
     answer,
     context_tasks,
@@ -277,6 +279,8 @@ async def test_a_drain_of_a_replicas_node_drops_no_request(
                 await asyncio.sleep(max(0.0, began + TURN_EVERY - time.monotonic()))
 
     drained = "masnode-b"
+    # The drained replica's own account of its stop (SIGTERM, its drain, its turns).
+    log = PodLog(core, NS, placed[drained], CONTAINER)
     with ReadyWatch(agent) as watch:
         talker = asyncio.create_task(converse())
         try:
@@ -301,11 +305,15 @@ async def test_a_drain_of_a_replicas_node_drops_no_request(
             stop.set()
             await talker
     await asyncio.to_thread(uncordon, core, drained)
+    stops = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in evicted.items())
     print(
-        f"drain: {len(evicted)} pods evicted in {drain_seconds:.1f} s, both replicas serving "
-        f"again {recovered:.1f} s after the drain began; {len(sent)} turns, "
-        f"{len(watch.seen)} Ready readings, {len(watch.not_ready())} not True"
+        f"drain: {len(evicted)} pods evicted in {drain_seconds:.1f} s (eviction to gone: "
+        f"{stops}), both replicas serving again {recovered:.1f} s after the drain began; "
+        f"{len(sent)} turns, {len(failures)} failed, {len(watch.seen)} Ready readings, "
+        f"{len(watch.not_ready())} not True"
     )
+    if failures:
+        print(f"log of the drained replica {placed[drained]}:\n{log.text()}")
     assert f"{NS}/{placed[drained]}" in evicted
     assert failures == []
     assert watch.seen and watch.not_ready() == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -246,15 +247,16 @@ def pods_on(core: Any, node: str) -> list[Any]:
     return list(core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items)
 
 
-def drain(core: Any, node: str, timeout: float = 300.0) -> list[str]:
-    """Cordon ``node`` and evict its pods as `kubectl drain` does; the evicted pods' names.
+def drain(core: Any, node: str, timeout: float = 300.0) -> dict[str, float]:
+    """Cordon ``node`` and evict its pods as `kubectl drain` does; for each evicted pod
+    (``namespace/name``), the seconds from its eviction until it was gone.
 
     An eviction a PodDisruptionBudget refuses (429) is retried every second until allowed,
     within ``timeout``; DaemonSet pods are left, as `kubectl drain --ignore-daemonsets` does.
     """
     deadline = time.monotonic() + timeout
     core.patch_node(node, {"spec": {"unschedulable": True}})
-    evicted: list[str] = []
+    evicted: dict[str, float] = {}  # namespace/name -> when it was evicted
     pending = [
         p
         for p in pods_on(core, node)
@@ -267,7 +269,7 @@ def drain(core: Any, node: str, timeout: float = 300.0) -> list[str]:
         )
         try:
             core.create_namespaced_pod_eviction(pod.metadata.name, pod.metadata.namespace, eviction)
-            evicted.append(f"{pod.metadata.namespace}/{pod.metadata.name}")
+            evicted[f"{pod.metadata.namespace}/{pod.metadata.name}"] = time.monotonic()
         except ApiException as e:
             if e.status == 404:
                 continue
@@ -275,11 +277,49 @@ def drain(core: Any, node: str, timeout: float = 300.0) -> list[str]:
                 raise
             pending.append(pod)  # the budget says not now: the others first, then again
             time.sleep(1.0)  # kubectl drain's retry interval (waits on the budget's state)
-    while left := _undrained(core, node):
-        if time.monotonic() > deadline:
+    gone: dict[str, float] = {}
+    while True:
+        left = _undrained(core, node)
+        now = time.monotonic()
+        gone.update({name: now - at for name, at in evicted.items() if name not in left})
+        if not left:
+            return {name: gone[name] for name in evicted}
+        if now > deadline:
             raise AssertionError(f"pods still on {node} after the evictions: {left}")
-        time.sleep(0.5)
-    return evicted
+        time.sleep(0.2)
+
+
+class PodLog:
+    """The log of one pod's container, followed in a thread from now until the container
+    ends: each line with the API server's timestamp (evidence for a test that stops the pod)."""
+
+    def __init__(self, core: Any, namespace: str, name: str, container: str) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(
+            target=self._follow, args=(core, namespace, name, container), daemon=True
+        )
+        self._thread.start()
+
+    def _follow(self, core: Any, namespace: str, name: str, container: str) -> None:
+        try:
+            stream = core.read_namespaced_pod_log(
+                name,
+                namespace,
+                container=container,
+                follow=True,
+                timestamps=True,
+                since_seconds=60,
+                _preload_content=False,
+            )
+            for raw in stream:  # urllib3 yields the body line by line
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+        except Exception as e:  # the evidence is best effort; the test asserts elsewhere
+            self.lines.append(f"(log of {namespace}/{name} ended: {e!r})")
+
+    def text(self, timeout: float = 10.0) -> str:
+        """The lines read so far, once the container has ended (or ``timeout`` passed)."""
+        self._thread.join(timeout)
+        return "\n".join(self.lines)
 
 
 def _undrained(core: Any, node: str) -> list[str]:
