@@ -306,7 +306,8 @@ class NodeCluster:
             self._sysctls[key] = host.sysctl(key, "1")
         for net in self.nets:
             host.run("ip", "link", "del", net.bridge, check=False)  # a crashed run's leftover
-            host.run("ip", "link", "add", net.bridge, "type", "bridge")
+            # Its own MAC, never a port's (configs.NodeNet.bridge_mac).
+            host.run("ip", "link", "add", net.bridge, "address", net.bridge_mac, "type", "bridge")
             host.run("ip", "addr", "add", f"{net.gateway}/24", "dev", net.bridge)
             host.run("ip", "link", "set", net.bridge, "up")
         # The host reaches ClusterIPs through the bridge (kube-proxy's OUTPUT rules DNAT them).

@@ -40,6 +40,17 @@ class NodeNet:
     zone: str | None = None  # the node's topology.kubernetes.io/zone label
     suffix: str = ""  # added to its processes' names (logs) and its work directory
 
+    @property
+    def bridge_mac(self) -> str:
+        """The bridge's own MAC address, set when it is made (locally administered, from the
+        gateway's address). A Linux bridge whose address was never set takes the lowest MAC
+        of its ports and changes it as pods come and go; the pods on it still hold the old
+        one for their gateway and their packets to the host (PostgreSQL, the API server,
+        replies to the tests' client) are dropped until they resolve it again, for tens of
+        seconds: a drain cost a turn that way (tests/node/README.md)."""
+        octets = (int(part) for part in self.gateway.split("."))
+        return "02:00:" + ":".join(f"{octet:02x}" for octet in octets)
+
 
 FIRST = NodeNet(NODE_NAME, BRIDGE, POD_CIDR, GATEWAY)
 SECOND = NodeNet("masnode-b", "masnode1", "10.244.1.0/24", "10.244.1.1", "zone-b", "-b")

@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,7 +29,7 @@ from tests.durable.pg_server import Postgres, binaries, running_postgres
 from . import host
 from .agency import OPERATOR_NS, installed_operator, pod_ready
 from .cluster import NodeCluster
-from .configs import FIRST, GATEWAY, SECOND
+from .configs import FIRST, GATEWAY, SECOND, NodeNet
 from .support import eventually
 from .twonode import (
     HELD,
@@ -138,6 +139,30 @@ def test_two_nodes_are_ready_labelled_and_route_pod_to_pod(
     )
     assert _exec(two_nodes, "web-masnode", code, f"http://{ips['masnode-b']}:8080/") == "200"
     core.delete_collection_namespaced_pod(NS, label_selector="app=web", grace_period_seconds=0)
+
+
+def _bridge_mac(net: NodeNet) -> str:
+    return Path(f"/sys/class/net/{net.bridge}/address").read_text().strip()
+
+
+def test_each_bridge_keeps_its_own_mac_when_a_pods_port_comes_or_goes(
+    two_nodes: NodeCluster,
+) -> None:
+    # A bridge whose address was never set takes its lowest port's MAC: a pod's veth coming
+    # or going changed it, and the other pods on it lost the host for tens of seconds (their
+    # gateway's old MAC); a drain cost a turn that way. A port with a lower MAC than the
+    # bridge's, as a pod's veth may have, must leave it alone.
+    lower = "02:00:00:00:00:01"
+    for net in (FIRST, SECOND):
+        assert _bridge_mac(net) == net.bridge_mac
+        port = f"mastest{net.suffix or '-a'}"
+        host.run("ip", "link", "add", port, "address", lower, "type", "veth", "peer", f"{port}p")
+        try:
+            host.run("ip", "link", "set", port, "master", net.bridge, "up")
+            assert _bridge_mac(net) == net.bridge_mac, "a port's arrival changed the MAC"
+        finally:
+            host.run("ip", "link", "del", port, check=False)
+        assert _bridge_mac(net) == net.bridge_mac, "a port's leaving changed the MAC"
 
 
 def _exec(cluster: NodeCluster, pod: str, code: str, *args: str) -> str:
@@ -313,7 +338,7 @@ async def test_a_drain_of_a_replicas_node_drops_no_request(
         f"{len(watch.not_ready())} not True"
     )
     if failures:
-        print(f"log of the drained replica {placed[drained]}:\n{log.text()}")
+        print(f"failed: {failures}\nlog of the drained replica {placed[drained]}:\n{log.text()}")
     assert f"{NS}/{placed[drained]}" in evicted
     assert failures == []
     assert watch.seen and watch.not_ready() == []
