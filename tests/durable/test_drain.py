@@ -13,6 +13,7 @@ import contextlib
 import logging
 from pathlib import Path
 
+import httpx
 import pytest
 from a2a.client import Client
 from a2a.helpers import get_message_text
@@ -95,4 +96,32 @@ async def test_a_turn_outliving_the_drain_timeout_ends_failed_by_its_replica(
     task, runs = await stored(url, task_id)
     assert task.status.state == TaskState.TASK_STATE_FAILED, task.status
     assert "replica running this task's turn was stopping" in get_message_text(task.status.message)
+    assert runs == 0
+
+
+async def test_a_send_on_a_kept_alive_connection_after_the_stop_began_runs_to_its_end(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # mas-ctl serve on SIGTERM: stop accepting, wait for the idle mailbox, then close. A
+    # client's kept-alive connection outlives the listening socket, so a send can still
+    # arrive after the mailbox drain returned: its turn must run to its end, not be lost.
+    caplog.set_level(logging.INFO, logger="library_ioa.plugins.a2a.exposure")
+    url = f"sqlite+aiosqlite:///{tmp_path / 'tasks.db'}"
+    async with replica(url, drain_timeout=STEP) as served:
+        async with sdk_client(served) as client:
+            await send(client, user_message("quick hello"))  # the connection, kept alive
+            served.exposure.stop_accepting()
+            with pytest.raises(httpx.ConnectError):  # a new connection is refused
+                async with httpx.AsyncClient(timeout=STEP) as fresh:
+                    await fresh.get(f"{served.url}/healthz")
+            assert await served.mailbox.drain(STEP)  # idle: serve goes on to close
+            task_id = await start_turn(client, served, "g")  # on the kept-alive connection
+        closing = asyncio.create_task(served.exposure.aclose())
+        await stopping(closing, caplog)
+        assert not closing.done(), "the exposure closed under an accepted turn"
+        served.runner.gates["g"].set()
+        async with asyncio.timeout(STEP):
+            await closing
+    task, runs = await stored(url, task_id)
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task.status
     assert runs == 0
