@@ -263,14 +263,6 @@ def _dialogue(texts: list[str]) -> list[tuple[str, str]]:
     return [(role, text) for text in texts for role in ("user", "assistant")]
 
 
-# Known defect (issue #29, open): in some runs one turn that reaches the replica being
-# drained does not finish (a client timeout after 30 s while that pod takes the whole grace
-# period to stop; before the stop-order fix, a turn failed as lost). It runs and reports
-# XPASS or XFAIL; it fails nothing until the cause is fixed. See tests/node/README.md.
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue #29: a turn reaching the draining replica can still time out (1 in 7 runs)",
-)
 async def test_a_drain_of_a_replicas_node_drops_no_request(
     two_nodes: NodeCluster, core: Any, postgres: Postgres, release: str
 ) -> None:
