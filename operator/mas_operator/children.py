@@ -2,7 +2,9 @@
 and ``mas-operator render`` use.
 
 Per deployed agent, in apply order: ConfigMap, Service, its ServiceAccount (unless
-``spec.runtime.service_account`` names one for every pod), the PersistentVolumeClaim of a
+``spec.runtime.service_account`` names one for every pod) and, with it, the Role and
+RoleBinding that let it post denial Events (:mod:`mas_operator.eventroles`; unless
+``spec.runtime.denial_events`` is off), the PersistentVolumeClaim of a
 SQLite task store, Deployment, the PodDisruptionBudget of a replicated agent
 (:mod:`mas_operator.disruptionbudgets`), then NetworkPolicy when
 ``spec.runtime.network_policy.enabled`` (the default).
@@ -18,6 +20,7 @@ from typing import Any
 from mas_operator.configmaps import build_configmap, config_hash
 from mas_operator.deployments import build_deployment
 from mas_operator.disruptionbudgets import build_disruption_budget
+from mas_operator.eventroles import build_event_role, build_event_role_binding
 from mas_operator.networkpolicies import build_network_policy
 from mas_operator.plan import AgentPlan, Plan
 from mas_operator.serviceaccounts import build_service_account
@@ -38,6 +41,8 @@ CHILD_KINDS = (
     ChildKind("v1", "ConfigMap", "configmaps"),
     ChildKind("v1", "Service", "services"),
     ChildKind("v1", "ServiceAccount", "serviceaccounts"),
+    ChildKind("rbac.authorization.k8s.io/v1", "Role", "roles"),
+    ChildKind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
     ChildKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
     ChildKind("apps/v1", "Deployment", "deployments"),
     ChildKind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
@@ -74,6 +79,9 @@ def build_agent_children(
     account = build_service_account(plan, agent)
     if account is not None:
         children.append(account)
+    for rbac in (build_event_role(plan, agent), build_event_role_binding(plan, agent)):
+        if rbac is not None:
+            children.append(rbac)
     claim = build_task_store_claim(plan, agent)
     if claim is not None:
         children.append(claim)

@@ -177,6 +177,17 @@ def _add_api_server(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_denial_events(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-denial-events",
+        action="store_false",
+        dest="denial_events",
+        help="no agent posts its denial Events, whatever spec.runtime.denial_events says, "
+        "and none gets the Role that allows it (the chart passes it with "
+        "agents.denialEvents: false)",
+    )
+
+
 def _api_server(args: argparse.Namespace) -> ApiServer:
     ports = tuple(dict.fromkeys(args.api_server_ports)) or ApiServer().ports
     return ApiServer(cidrs=tuple(dict.fromkeys(args.api_server_cidrs)), ports=ports)
@@ -258,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_console_principal(run)
     _add_console_namespaces(run)
     _add_api_server(run)
+    _add_denial_events(run)
     run.set_defaults(handler=_run)
     render = sub.add_parser("render", help="print the manifests the operator would apply")
     render.add_argument("-f", "--file", required=True, help="the Application YAML file")
@@ -266,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_console_principal(render)
     _add_api_server(render)
+    _add_denial_events(render)
     render.set_defaults(handler=_render)
     check = sub.add_parser(
         "conformance",
@@ -300,7 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _render(args: argparse.Namespace) -> int:
     document = read_yaml_file(args.file)
-    plan = plan_application(document, args.namespace, args.console_principal, _api_server(args))
+    plan = plan_application(
+        document,
+        args.namespace,
+        args.console_principal,
+        _api_server(args),
+        denial_events=args.denial_events,
+    )
     sys.stdout.write(dump_manifests(build_children(plan)))
     for note in plan.notes:  # what the operator posts as Warning Events
         print(f"warning: {note}", file=sys.stderr)
@@ -347,6 +366,7 @@ def _run(args: argparse.Namespace) -> int:
         console_principal=args.console_principal,
         console_namespaces=tuple(args.console_namespaces),
         api_server=_api_server(args),
+        denial_events=args.denial_events,
     )
     handle = OperatorHandle()
 

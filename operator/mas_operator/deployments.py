@@ -20,6 +20,7 @@ from typing import Any
 
 from mas.infra import identity
 from mas.infra.secrets import secret_env_name
+from mas_operator.eventroles import denial_events_on
 from mas_operator.names import (
     ANNOTATION_CONFIG_HASH,
     ANNOTATION_GENERATION,
@@ -102,6 +103,10 @@ def container_env(plan: Plan, agent: AgentPlan) -> list[dict[str, Any]]:
     ]
     if plan.console:  # the install's console is admitted too (docs/security.md)
         env.append({"name": identity.CONSOLE_ENV, "value": plan.console})
+    if denial_events_on(plan):  # the first refusal of each caller is an Event (eventroles)
+        env.append({"name": identity.DENIAL_EVENTS_ENV, "value": identity.DENIAL_EVENTS_ON})
+        if plan.uid:
+            env.append({"name": identity.APPLICATION_UID_ENV, "value": plan.uid})
     env += telemetry_env(plan, agent)  # traces and JSON logs, when the Application asks
     for item in plan.app.spec.runtime.env:
         if item.secret_key_ref is not None:

@@ -88,6 +88,7 @@ class OperatorContext:
     console: str | None = None  # the install's console subject, admitted by agents ...
     console_namespaces: tuple[str, ...] = ()  # ... of these namespaces (empty: every one)
     api_server: ApiServer = field(default_factory=ApiServer)  # agents reach it for keys
+    denial_events: bool = True  # off: no agent gets the events Role (--no-denial-events)
     # uid: the newest copy of each Application (kept_copy), as compact JSON: a fifth of its
     # size as dicts, and read only when a reconcile or a conformance-run check needs it
     apps: dict[str, bytes] = field(default_factory=dict)
@@ -287,6 +288,7 @@ async def _run_reconcile(
                         verdicts=ctx.cards.verdicts(uid),
                         console=ctx.console_for(str(meta.get("namespace"))),
                         api_server=ctx.api_server,
+                        denial_events=ctx.denial_events,
                     )
                 )
                 if span is not None:

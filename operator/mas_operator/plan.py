@@ -105,6 +105,8 @@ class Plan:
     notes: tuple[UrlNote, ...] = ()  # urls the cluster cannot use as written
     console: str | None = None  # the install's console subject, admitted by every agent
     api_server: ApiServer = field(default_factory=ApiServer)  # where agents read keys
+    uid: str | None = None  # the Application's, when read from the API server
+    denial_events: bool = True  # False: the install turned the agents' denial Events off
 
     @property
     def app(self) -> Application:
@@ -284,11 +286,14 @@ def plan_application(
     namespace: str | None = None,
     console: str | None = None,
     api_server: ApiServer | None = None,
+    *,
+    denial_events: bool = True,
 ) -> Plan:
     """Validate and wire ``document`` as the operator does; describe each deployed agent.
     ``console``: the ServiceAccount subject of the install's console, which every agent is
     to admit (``mas-operator run --console-principal``), or None. ``api_server``: where the
-    agents' pods reach the API server (:class:`ApiServer`).
+    agents' pods reach the API server (:class:`ApiServer`). ``denial_events`` False: the
+    install turned the agents' denial Events off (``mas-operator run --no-denial-events``).
 
     Raises :class:`~mas.infra.errors.WiringError` when delegation targets are missing and
     :class:`~mas.infra.errors.ApplicationInvalid` for any other problem (all listed).
@@ -307,6 +312,7 @@ def plan_application(
     kept["metadata"] = {"name": wired.app.metadata.name, "namespace": ns}
     kept["spec"] = filled.get("spec")
     generation = metadata.get("generation")
+    uid = metadata.get("uid")
     return Plan(
         name=wired.app.metadata.name,
         namespace=ns,
@@ -318,4 +324,6 @@ def plan_application(
         notes=urls.notes,
         console=console,
         api_server=api_server or ApiServer(),
+        uid=uid if isinstance(uid, str) and uid else None,
+        denial_events=denial_events,
     )

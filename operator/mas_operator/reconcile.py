@@ -87,6 +87,7 @@ def _document(body: Mapping[str, Any]) -> dict[str, Any]:
             "name": meta.get("name"),
             "namespace": meta.get("namespace"),
             "generation": meta.get("generation"),
+            "uid": meta.get("uid"),
         },
         "spec": body.get("spec"),
     }
@@ -300,6 +301,7 @@ def reconcile(
     verdicts: Mapping[str, CardVerdict] | None = None,
     console: str | None = None,
     api_server: ApiServer | None = None,
+    denial_events: bool = True,
 ) -> Outcome:
     """Bring the children of ``body`` to what its spec asks; write its status.
 
@@ -315,7 +317,8 @@ def reconcile(
     (:meth:`mas_operator.cardchecks.CardChecks.verdicts`); :attr:`Outcome.cards` says which
     urls this generation wants checked. ``console``: the install's console subject, which
     every agent admits, and ``api_server``, where their pods reach the API server
-    (:func:`~mas_operator.plan.plan_application`).
+    (:func:`~mas_operator.plan.plan_application`); ``denial_events`` False: the install
+    turned the agents' denial Events off.
     """
     meta = body["metadata"]
     name, namespace, uid = meta["name"], meta["namespace"], meta["uid"]
@@ -329,7 +332,9 @@ def reconcile(
             for kind in CHILD_KINDS
         }
     try:
-        plan = plan_application(_document(body), namespace, console, api_server)
+        plan = plan_application(
+            _document(body), namespace, console, api_server, denial_events=denial_events
+        )
     except ApplicationInvalid as error:
         reason, message = _stall(error)
         deployments = existing["Deployment"]

@@ -64,6 +64,7 @@ class OperatorOptions:
     console_principal: str | None = None  # the install's console, admitted by agents ...
     console_namespaces: Sequence[str] = ()  # ... of these namespaces (empty: every one)
     api_server: ApiServer = field(default_factory=ApiServer)  # agents reach it for keys
+    denial_events: bool = True  # agents may post their denial Events (eventroles)
     lease_duration: float = 15.0
     lease_renew: float = 5.0
     backoff: Backoff = field(default_factory=Backoff)  # retries of failed reconciles
@@ -284,6 +285,7 @@ async def _run_kopf(
         console=options.console_principal,
         console_namespaces=tuple(options.console_namespaces),
         api_server=options.api_server,
+        denial_events=options.denial_events,
         queue=WorkQueue(options.backoff),
     )
     if scoped and not await crd_served(ctx.cluster):

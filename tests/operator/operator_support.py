@@ -251,6 +251,10 @@ def owned_children(api: Api, uid: str) -> dict[str, list[str]]:
         "ConfigMap": api.core.list_namespaced_config_map(api.ns).items,
         "Service": api.core.list_namespaced_service(api.ns).items,
         "ServiceAccount": api.core.list_namespaced_service_account(api.ns).items,
+        "Role": k8s.RbacAuthorizationV1Api(api.client).list_namespaced_role(api.ns).items,
+        "RoleBinding": k8s.RbacAuthorizationV1Api(api.client)
+        .list_namespaced_role_binding(api.ns)
+        .items,
         "Deployment": api.apps.list_namespaced_deployment(api.ns).items,
         "NetworkPolicy": api.net.list_namespaced_network_policy(api.ns).items,
     }

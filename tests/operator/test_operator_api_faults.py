@@ -22,7 +22,15 @@ from mas_operator.backoff import Backoff
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(90)]
 
-KINDS = ("ConfigMap", "Service", "ServiceAccount", "Deployment", "NetworkPolicy")
+KINDS = (
+    "ConfigMap",
+    "Service",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "Deployment",
+    "NetworkPolicy",
+)
 CHILD_PATH = r"/namespaces/[^/]+/(configmaps|services|deployments|networkpolicies)/"
 FRONT_DEPLOYMENT = r"/namespaces/[^/]+/deployments/desk-front$"
 DESK_STATUS = r"/applications/desk/status$"

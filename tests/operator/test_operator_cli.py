@@ -36,7 +36,19 @@ def test_render_prints_what_the_operator_applies() -> None:
     plan = plan_application(yaml.safe_load(EXAMPLE.read_text()), "demo")
     assert out.stdout == dump_manifests(build_children(plan))
     kinds = [d["kind"] for d in yaml.safe_load_all(out.stdout)]
-    assert kinds == ["ConfigMap", "Service", "ServiceAccount", "Deployment", "NetworkPolicy"] * 2
+    assert (
+        kinds
+        == [
+            "ConfigMap",
+            "Service",
+            "ServiceAccount",
+            "Role",
+            "RoleBinding",
+            "Deployment",
+            "NetworkPolicy",
+        ]
+        * 2
+    )
 
 
 def test_render_of_an_invalid_document_names_every_problem(tmp_path: Path) -> None:

@@ -30,7 +30,15 @@ pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
 
 # the watches the re-list tests cut: every child kind the Application has
 CUT = r"/namespaces/[^/]+/(services|configmaps|serviceaccounts|deployments|networkpolicies)$"
-KINDS = ("ConfigMap", "Service", "ServiceAccount", "Deployment", "NetworkPolicy")
+KINDS = (
+    "ConfigMap",
+    "Service",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "Deployment",
+    "NetworkPolicy",
+)
 PLURALS = ("services", "configmaps", "serviceaccounts", "deployments", "networkpolicies")
 
 

@@ -33,6 +33,7 @@ from operator_support import (
     wait_condition,
 )
 
+from mas.infra import identity
 from mas_operator.leases import LeaderElector
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
@@ -67,6 +68,8 @@ def test_example_converges_with_owned_children_and_status(start_operator: Any, a
                     "ConfigMap",
                     "Service",
                     "ServiceAccount",
+                    "Role",
+                    "RoleBinding",
                     "Deployment",
                     "NetworkPolicy",
                 )
@@ -182,6 +185,8 @@ def test_missing_delegation_target_stalls_and_creates_nothing(
         "ConfigMap": [],
         "Service": [],
         "ServiceAccount": [],
+        "Role": [],
+        "RoleBinding": [],
         "Deployment": [],
         "NetworkPolicy": [],
     }
@@ -331,7 +336,15 @@ def test_deleting_the_application_garbage_collects_children(start_operator: Any,
     api.custom.delete_namespaced_custom_object(GROUP, VERSION, api.ns, PLURAL, "desk")
     empty: dict[str, list[str]] = {
         kind: []
-        for kind in ("ConfigMap", "Service", "ServiceAccount", "Deployment", "NetworkPolicy")
+        for kind in (
+            "ConfigMap",
+            "Service",
+            "ServiceAccount",
+            "Role",
+            "RoleBinding",
+            "Deployment",
+            "NetworkPolicy",
+        )
     }
     # the garbage collector learns a new CRD at its 30 s discovery resync
     eventually(
@@ -483,6 +496,8 @@ def test_render_output_is_what_the_operator_applied(start_operator: Any, api: Ap
             "ConfigMap": f"/api/v1/namespaces/{api.ns}/configmaps",
             "Service": f"/api/v1/namespaces/{api.ns}/services",
             "ServiceAccount": f"/api/v1/namespaces/{api.ns}/serviceaccounts",
+            "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{api.ns}/roles",
+            "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{api.ns}/rolebindings",
             "Deployment": f"/apis/apps/v1/namespaces/{api.ns}/deployments",
             "NetworkPolicy": f"/apis/networking.k8s.io/v1/namespaces/{api.ns}/networkpolicies",
         }[doc["kind"]] + f"/{meta['name']}"
@@ -491,7 +506,14 @@ def test_render_output_is_what_the_operator_applied(start_operator: Any, api: Ap
         )
         response.read()
         live = json.loads(response.data)
-        # the operator adds only the owner reference and the Secrets' hash annotation
+        # the operator adds only the owner reference, the Secrets' hash annotation and the
+        # Application's uid (which a file has not) to its pods' environment
+        for container in (((live.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+            "containers", []
+        ):
+            container["env"] = [
+                e for e in container.get("env", []) if e["name"] != identity.APPLICATION_UID_ENV
+            ]
         assert _subset(doc.get("spec", doc.get("data")), live.get("spec", live.get("data"))), (
             doc["kind"],
             meta["name"],

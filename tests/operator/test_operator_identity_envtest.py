@@ -53,14 +53,16 @@ def test_pods_run_as_their_agents_own_account_with_the_a2a_token(
             identity.API_TOKEN_FILE,
             "kube-root-ca.crt",
         )
-    # no Role or ClusterRole is bound to them
+    # one binding each: to its own Role, which may only create Events (its denial Events;
+    # test_operator_event_roles_envtest.py checks what it grants)
     rbac = k8s.RbacAuthorizationV1Api(api.client)
-    subjects = [
-        (s.kind, s.name)
+    bound = sorted(
+        (binding.role_ref.kind, binding.role_ref.name, s.name)
         for binding in rbac.list_namespaced_role_binding(api.ns).items
         for s in binding.subjects or []
-    ]
-    assert not [s for s in subjects if s[0] == "ServiceAccount" and s[1] in AGENTS]
+        if s.kind == "ServiceAccount" and s.name in AGENTS
+    )
+    assert bound == [("Role", name, name) for name in AGENTS]
 
 
 def test_a_deleted_account_comes_back_and_a_shared_one_prunes_them(

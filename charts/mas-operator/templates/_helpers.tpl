@@ -46,9 +46,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["configmaps", "services", "persistentvolumeclaims"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
-# each deployed agent's own ServiceAccount: no token automounted, never bound to a Role
+# each deployed agent's own ServiceAccount: no token automounted
 - apiGroups: [""]
   resources: ["serviceaccounts"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# ... bound to a Role of its own that may only create Events (its denial Events,
+# spec.runtime.denial_events): the operator can grant only what it holds, events create below
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["roles", "rolebindings"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["apps"]
   resources: ["deployments"]

@@ -5,10 +5,12 @@ Both the operator (which creates the ServiceAccount and mounts the token) and th
 
 - every deployed agent runs as the ServiceAccount ``<application>-<agent>`` (the name of its
   other children), unless ``spec.runtime.service_account`` names one account for every pod;
-- that account has no RBAC bindings and no automounted API token: its only credential is a
-  projected ServiceAccount token for :data:`AUDIENCE`, valid :data:`TOKEN_EXPIRY_SECONDS`,
-  which the kubelet rotates in place at :data:`TOKEN_PATH`. The API server refuses a token
-  of another audience, so this token never carries API permissions;
+- that account has no automounted API token: the credential it sends is a projected
+  ServiceAccount token for :data:`AUDIENCE`, valid :data:`TOKEN_EXPIRY_SECONDS`, which the
+  kubelet rotates in place at :data:`TOKEN_PATH`. The API server refuses a token of another
+  audience, so this token never carries API permissions. Its one RBAC binding (unless
+  ``spec.runtime.denial_events`` is off) is a Role that may only create Events, used with
+  the API-audience token that never leaves the pod (:data:`DENIAL_EVENTS_ENV`);
 - a caller's identity is its ServiceAccount's subject, ``system:serviceaccount:NS:NAME``;
 - an agent sends its token in the header :data:`IDENTITY_HEADER` (gRPC: the same metadata
   key) on every A2A call and MCP tool call to a target this Application deploys
@@ -61,6 +63,13 @@ NAMESPACE_GROUP_PREFIX = "system:serviceaccounts:"
 # Set by the operator in every agent pod when the install's console is admitted by agents:
 # the console's ServiceAccount subject (mas-operator run --console-principal).
 CONSOLE_ENV = "MAS_A2A_CONSOLE"
+# Set by the operator (``on``) when the agent may post the first refusal of each caller as a
+# Warning Event on its Application (spec.runtime.denial_events): the operator then binds the
+# agent's ServiceAccount to a Role that may only create Events. APPLICATION_UID_ENV names
+# the Application's uid, so ``kubectl describe`` lists the Event.
+DENIAL_EVENTS_ENV = "MAS_A2A_DENIAL_EVENTS"
+DENIAL_EVENTS_ON = "on"
+APPLICATION_UID_ENV = "MAS_APPLICATION_UID"
 CONSOLE_SOURCE = "the console of this install: chart value console.admittedByAgents"
 # Lowercase: HTTP header names are case-insensitive, gRPC metadata keys must be lowercase.
 IDENTITY_HEADER = "maslab-identity"

@@ -1047,6 +1047,14 @@ class RuntimeSpec(Model):
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     env: list[EnvVar] = Field(default_factory=list, max_length=MAX_LIST)
     service_account: str | None = Field(default=None, description="ServiceAccount of the pods.")
+    denial_events: bool = Field(
+        default=True,
+        description="Post the first refusal of each caller by an agent as a Warning Event on "
+        "the Application (CallerDenied). The operator then binds each agent's own "
+        "ServiceAccount to a Role that may only create Events; off: no Role, no Events. "
+        "Not with service_account (the operator grants nothing to an account it did not "
+        "create).",
+    )
     network_policy: NetworkPolicyOptions = Field(default_factory=NetworkPolicyOptions)
     tracing: TracingSpec = Field(default_factory=TracingSpec)
     log_format: Literal["text", "json"] = Field(
