@@ -60,7 +60,12 @@ from mas.ctl.session.exposure import ExposureError, Listeners, bind_listeners
 from mas.ctl.session.host import RuntimeHost
 from mas.infra.addresses import parse_advertised_url
 from mas.infra.wiring import Wired
-from mas.runtime.identity.cluster import caller_check, cluster_verifier, console_principal
+from mas.runtime.identity.cluster import (
+    caller_check,
+    cluster_denial_events,
+    cluster_verifier,
+    console_principal,
+)
 from mas.runtime.metrics import REGISTRY
 
 if TYPE_CHECKING:
@@ -215,7 +220,13 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
     # (mas.runtime.identity.cluster); a local run keeps a2a.auth alone.
     verifier = cluster_verifier(os.environ)
     console = console_principal(os.environ)  # the install's console, when agents admit it
-    check = caller_check(wired.app, wired.routes, agent, verifier, console) if verifier else None
+    # the first refusal of each caller, as a Warning Event on the Application (when asked)
+    denials = cluster_denial_events(os.environ, wired.app, agent) if verifier else None
+    check = (
+        caller_check(wired.app, wired.routes, agent, verifier, console, denials=denials)
+        if verifier
+        else None
+    )
     host = RuntimeHost.build(wired, [agent])
     metrics: HttpListener | None = None
     listeners: Listeners | None = None
@@ -278,6 +289,8 @@ async def serve(wired: Wired, args: argparse.Namespace) -> int:
             await listeners.aclose()
         if metrics is not None:
             await metrics.aclose()
+        if denials is not None:
+            await denials.aclose()
         await host.aclose()
 
 

@@ -30,7 +30,9 @@ admissions that depend on nothing but the token are remembered (a declared or al
 caller), at most :data:`MAX_REMEMBERED` tokens, all forgotten when full.
 
 Every refusal is counted in ``maslab_a2a_auth_denied_total{agent,caller,reason}`` (caller:
-the verified subject or OIDC principal, else ``unknown``). No token text is ever logged or
+the verified subject or OIDC principal, else ``unknown``), and handed to the
+:class:`~.denial_events.DenialEvents` when given, which posts the first refusal of each
+caller as a Warning Event on the Application, off the request path. No token text is ever logged or
 echoed. Without a verifier (a local run: no cluster identity) only the ``a2a.auth`` schemes
 and ``a2a.anonymous`` apply; an ``maslab-identity`` token is then ignored.
 """
@@ -52,6 +54,7 @@ from mas.runtime.errors import KeysUnavailable, TokenRejected
 from mas.runtime.metrics import REGISTRY
 
 if TYPE_CHECKING:
+    from mas.runtime.identity.denial_events import DenialEvents
     from mas.runtime.identity.oidc import OidcCaller, OidcSchemes
     from mas.runtime.identity.verification import TokenVerifier
 
@@ -95,8 +98,10 @@ class CallerCheck:
         oidc: OidcSchemes | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        denials: DenialEvents | None = None,
     ) -> None:
         self.admission = admission
+        self.denials = denials
         self.verifier = verifier
         self.oidc = oidc
         self.agent = admission.agent
@@ -126,7 +131,9 @@ class CallerCheck:
         """This check with the endpoint's ``oidc`` schemes (itself when there are none)."""
         if oidc is None or oidc is self.oidc:
             return self
-        return CallerCheck(self.admission, self.verifier, oidc, clock=self._clock)
+        return CallerCheck(
+            self.admission, self.verifier, oidc, clock=self._clock, denials=self.denials
+        )
 
     async def check(
         self,
@@ -230,4 +237,6 @@ class CallerCheck:
         logger.info(
             "A2A request to %s refused (%s, caller %s): %s", self.agent, status, caller, reason
         )
+        if self.denials is not None:  # queued for a background task, never awaited here
+            self.denials.note(caller, status, reason, message)
         return Decision(status, caller=caller, reason=reason, message=message)
