@@ -230,3 +230,35 @@ async def test_the_conformance_probe_sends_the_token_its_job_names(
     assert not outsider.passed
     assert admitted.passed, admitted.failures()
     assert {c.interface for c in admitted.checks} >= {"JSONRPC", "HTTP+JSON", "GRPC"}
+
+
+class CountingCheck(CallerCheck):
+    """The real check, counting the requests that reached its full path."""
+
+    checked = 0
+
+    async def check(self, *args: Any, **kwargs: Any) -> Any:
+        self.checked += 1
+        return await super().check(*args, **kwargs)
+
+
+async def test_grpc_finds_an_admitted_token_by_its_hash_as_http_does(issuer: Issuer) -> None:
+    admission = Admission("scripted", (AdmittedCaller(CONCIERGE, "delegates_to of concierge"),))
+    verifier = TokenVerifier(ISSUER, AUDIENCE, OidcKeys(ISSUER, fetch=issuer.fetch))
+    check = CountingCheck(admission, verifier)
+    token = signed(issuer, CONCIERGE)
+    metadata = (("a2a-version", "1.0"), (IDENTITY_HEADER, token))
+    stranger = (("a2a-version", "1.0"), (IDENTITY_HEADER, signed(issuer, STRANGER)))
+    async with serve_agent(caller_check=check) as served:
+        port = served.exposure.grpc_port
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            for n in range(3):
+                await stub.SendMessage(grpc_request(f"grpc {n}"), metadata=metadata, timeout=STEP)
+            with pytest.raises(grpc.aio.AioRpcError) as refused:  # a refusal is never kept
+                await stub.SendMessage(grpc_request("no"), metadata=stranger, timeout=STEP)
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    # the first call verified the token; the next two were admitted by its hash alone
+    assert check.remembered(token.encode()) is not None
+    assert check.checked == 2
+    assert [t.session_id.partition("/")[0] for t in served.runner.seen] == [CONCIERGE] * 3

@@ -3,11 +3,12 @@
 :class:`GrpcCallers`, a server interceptor in place of :class:`~.grpc_auth.GrpcAuth`, wraps
 each call's behaviour: the check runs inside the call (under the request span, so the
 caller is an attribute of it), reads ``maslab-identity`` and the ``a2a.auth`` credentials
-from the call's metadata, and either aborts with ``UNAUTHENTICATED`` (401),
-``PERMISSION_DENIED`` (403) or ``UNAVAILABLE`` (503) and the check's message, or runs the
-call with its principal set for :class:`CallerPrincipals`, the context builder that gives
-the SDK's servicers that principal. Its own module so that gRPC is imported only by a
-process that serves it.
+from the call's metadata (a token admitted before is found by its hash alone,
+:meth:`~mas.runtime.identity.callers.CallerCheck.remembered`, as on HTTP), and either
+aborts with ``UNAUTHENTICATED`` (401), ``PERMISSION_DENIED`` (403) or ``UNAVAILABLE`` (503)
+and the check's message, or runs the call with its principal set for
+:class:`CallerPrincipals`, the context builder that gives the SDK's servicers that
+principal. Its own module so that gRPC is imported only by a process that serves it.
 """
 
 from __future__ import annotations
@@ -59,9 +60,15 @@ class GrpcCallers(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 presented[name] = value.encode() if isinstance(value, str) else value
             if name == "authorization":
                 authorization = value
-        scheme = self.authenticator.principal(presented) if self.authenticator else None
-        bearer = bearer_of(authorization) if self.check.oidc is not None else None
-        decision = await self.check.check(token, scheme, bearer)
+        raw = token.encode("latin-1") if token else None
+        # a remembered token decides alone unless an OIDC bearer token must be checked too
+        decision = None
+        if raw and (authorization is None or self.check.oidc is None):
+            decision = self.check.remembered(raw)
+        if decision is None:
+            scheme = self.authenticator.principal(presented) if self.authenticator else None
+            bearer = bearer_of(authorization) if self.check.oidc is not None else None
+            decision = await self.check.check(token, scheme, bearer, remember=raw)
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
         if not decision.admitted:
             await context.abort(
