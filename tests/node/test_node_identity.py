@@ -6,7 +6,9 @@ researcher's Service, as JSON-RPC and HTTP+JSON: with the concierge's own projec
 (its declared delegator: admitted), with none (401), and with a token the API server's
 TokenRequest API issued for another ServiceAccount of the namespace (403, naming it and
 saying what the researcher admits). No NetworkPolicy enforcer runs here: the check alone
-refuses.
+refuses. The first refusal of each caller is one CallerDenied Warning Event on the
+Application (what ``kubectl describe application`` lists), posted by the researcher's pod
+with its own API token through the Role the operator gave it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 from mas.infra import identity
 
 from .agency import NS, Desk, exec_python
+from .support import eventually
 
 pytestmark = [pytest.mark.node, pytest.mark.timeout(900)]
 
@@ -83,3 +86,41 @@ def test_the_delegator_is_admitted_a_stranger_refused_403_and_no_token_401(
     concierge = identity.subject(NS, f"{desk.name}-concierge")
     assert f"{concierge} (delegates_to of concierge)" in str(error["message"])
     assert stranger_token not in json.dumps(refused)
+
+
+def caller_denied(desk: Desk) -> dict[tuple[str, str], int]:
+    """The CallerDenied Events on the Application, as kubectl describe finds them (by the
+    object's kind, name and uid): how many per refused caller and reporting pod."""
+    uid = desk.app()["metadata"]["uid"]
+    selector = (
+        f"involvedObject.kind=Application,involvedObject.name={desk.name},involvedObject.uid={uid}"
+    )
+    found: dict[tuple[str, str], int] = {}
+    for event in desk.core.list_namespaced_event(NS, field_selector=selector).items:
+        if event.reason == "CallerDenied" and "refused caller " in event.message:
+            caller = event.message.split("refused caller ")[1].split(" ")[0]
+            key = (caller, str(event.reporting_instance))
+            found[key] = found.get(key, 0) + 1
+    return found
+
+
+def test_the_first_refusal_of_each_caller_is_one_warning_event(
+    desk: Desk, stranger_token: str
+) -> None:
+    """Refusals of the stranger and of a tokenless caller, twice each on two bindings: one
+    Event per caller from the researcher's pod (a pod replaced by an earlier test reported
+    its own first refusals: one each too)."""
+    for binding in ("JSONRPC", "HTTP+JSON"):
+        for _ in range(2):
+            assert send(desk, binding, "/tmp/stranger")["status"] == 403
+            assert send(desk, binding, "-")["status"] == 401
+    stranger = identity.subject(NS, "stranger")
+    pods = {pod.metadata.name for pod in desk.pods("researcher")}
+
+    def reported() -> dict[tuple[str, str], int] | None:
+        found = caller_denied(desk)
+        ours = {k: n for k, n in found.items() if k[1] in pods and k[0] in {stranger, "unknown"}}
+        return found if {k[0] for k in ours} == {stranger, "unknown"} else None
+
+    found = eventually(reported, "a CallerDenied Event for each refused caller", timeout=60)
+    assert all(n == 1 for n in found.values()), found
