@@ -29,7 +29,16 @@ from operator_support import (
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
 
 # the watches the re-list tests cut: every child kind the Application has
-CUT = r"/namespaces/[^/]+/(services|configmaps|serviceaccounts|deployments|networkpolicies)$"
+PLURALS = (
+    "services",
+    "configmaps",
+    "serviceaccounts",
+    "roles",
+    "rolebindings",
+    "deployments",
+    "networkpolicies",
+)
+CUT = rf"/namespaces/[^/]+/({'|'.join(PLURALS)})$"
 KINDS = (
     "ConfigMap",
     "Service",
@@ -39,7 +48,6 @@ KINDS = (
     "Deployment",
     "NetworkPolicy",
 )
-PLURALS = ("services", "configmaps", "serviceaccounts", "deployments", "networkpolicies")
 
 
 @pytest.fixture
@@ -132,7 +140,12 @@ def cut_and_relist(proxy: FaultProxy, api: Api) -> None:
     a NetworkPolicy and change a ConfigMap and a NetworkPolicy on the API server; then
     make the watches list again."""
     proxy.cut_watches(CUT)
-    eventually(lambda: proxy.held_watches() >= 4, what="the four watches to reconnect and wait")
+    # every cut watch waits before anything is deleted: one still running would see the
+    # deletion, and the operator would repair it at once
+    eventually(
+        lambda: proxy.held_watches() >= len(PLURALS),
+        what=f"the {len(PLURALS)} watches to reconnect and wait",
+    )
     api.core.delete_namespaced_service("desk-back", api.ns)
     api.apps.delete_namespaced_deployment("desk-front", api.ns)
     api.net.delete_namespaced_network_policy("desk-back", api.ns)
