@@ -51,6 +51,22 @@ def test_render_prints_what_the_operator_applies() -> None:
     )
 
 
+def test_render_without_denial_events_grants_the_agents_nothing() -> None:
+    out = mas_operator("render", "-f", str(EXAMPLE), "-n", "demo", "--no-denial-events")
+    assert out.returncode == 0, out.stderr
+    docs = list(yaml.safe_load_all(out.stdout))
+    assert [d["kind"] for d in docs] == [
+        "ConfigMap",
+        "Service",
+        "ServiceAccount",
+        "Deployment",
+        "NetworkPolicy",
+    ] * 2
+    for deployment in (d for d in docs if d["kind"] == "Deployment"):
+        env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert "MAS_A2A_DENIAL_EVENTS" not in {e["name"] for e in env}
+
+
 def test_render_of_an_invalid_document_names_every_problem(tmp_path: Path) -> None:
     doc = yaml.safe_load(EXAMPLE.read_text())
     doc["spec"]["agency"]["agents"]["concierge"]["spec"]["delegates_to"] = ["ghost"]
