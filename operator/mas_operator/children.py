@@ -1,11 +1,11 @@
 """Every child manifest of an Application, from the plan: the one list both the operator
 and ``mas-operator render`` use.
 
-Per deployed agent, in apply order: ConfigMap, Service, its ServiceAccount (unless
-``spec.runtime.service_account`` names one for every pod) and, with it, the Role and
-RoleBinding that let it post denial Events (:mod:`mas_operator.eventroles`; unless
-``spec.runtime.denial_events`` is off), the PersistentVolumeClaim of a
-SQLite task store, Deployment, the PodDisruptionBudget of a replicated agent
+In apply order: first the Application's Role and RoleBinding that let its agents post
+denial Events (:mod:`mas_operator.eventroles`; unless they are off), so that its pods hold
+the right from their start; then per deployed agent: ConfigMap, Service, its ServiceAccount
+(unless ``spec.runtime.service_account`` names one for every pod), the PersistentVolumeClaim
+of a SQLite task store, Deployment, the PodDisruptionBudget of a replicated agent
 (:mod:`mas_operator.disruptionbudgets`), then NetworkPolicy when
 ``spec.runtime.network_policy.enabled`` (the default).
 """
@@ -79,9 +79,6 @@ def build_agent_children(
     account = build_service_account(plan, agent)
     if account is not None:
         children.append(account)
-    for rbac in (build_event_role(plan, agent), build_event_role_binding(plan, agent)):
-        if rbac is not None:
-            children.append(rbac)
     claim = build_task_store_claim(plan, agent)
     if claim is not None:
         children.append(claim)
@@ -97,8 +94,9 @@ def build_agent_children(
 def build_children(
     plan: Plan, secret_versions: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """Every child of the Application, agent by agent in endpoint order."""
-    out: list[dict[str, Any]] = []
+    """Every child of the Application: its events Role and RoleBinding, then agent by agent
+    in endpoint order."""
+    out = [m for m in (build_event_role(plan), build_event_role_binding(plan)) if m is not None]
     for agent in plan.agents:
         out += build_agent_children(plan, agent, secret_versions)
     return out

@@ -3,7 +3,8 @@
 Pods meet the ``restricted`` Pod Security Standard: non-root, read-only root filesystem
 (``/tmp`` is an ``emptyDir``), no privilege escalation, every capability dropped, the
 RuntimeDefault seccomp profile, and no automounted API token: the pods run as the agent's
-own ServiceAccount (no RBAC bindings) and mount only its projected credentials
+own ServiceAccount (bound only to the Application's events Role,
+:mod:`mas_operator.eventroles`) and mount only its projected credentials
 (:mod:`mas_operator.serviceaccounts`): the A2A token, which the API server refuses, and what
 reading the issuer's keys needs. ``MAS_A2A_IDENTITY=kubernetes`` makes every door check its
 callers; ``MAS_A2A_CONSOLE`` (when the operator runs with ``--console-principal``) adds the

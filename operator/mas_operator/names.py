@@ -76,6 +76,19 @@ def application_selector(application: str) -> str:
     return f"app.kubernetes.io/managed-by={MANAGED_BY},{LABEL_APPLICATION}={dns_label(application)}"
 
 
+def application_labels(application: str) -> dict[str, str]:
+    """The labels of a child that belongs to the whole Application, not to one agent:
+    standard ``app.kubernetes.io/*`` labels and the Application's (what
+    :func:`application_selector` selects)."""
+    return {
+        "app.kubernetes.io/name": "mas-agent",
+        "app.kubernetes.io/instance": dns_label(application),
+        "app.kubernetes.io/part-of": "maslab",
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        LABEL_APPLICATION: dns_label(application),
+    }
+
+
 def child_labels(application: str, agent: str) -> dict[str, str]:
     """Standard ``app.kubernetes.io/*`` labels plus the selector labels."""
     return {

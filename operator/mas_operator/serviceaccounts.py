@@ -2,12 +2,13 @@
 
 Each deployed agent gets a ServiceAccount of its own
 (:func:`mas.infra.identity.service_account_name`) with
-``automountServiceAccountToken: false`` and no RBAC bindings: the operator never binds a
-Role to it. Its pods mount one volume of projected credentials: a token for the audience
+``automountServiceAccountToken: false``, bound to one Role only: the Application's, which
+may create Events and nothing else (:mod:`mas_operator.eventroles`; none when denial Events
+are off). Its pods mount one volume of projected credentials: a token for the audience
 :data:`mas.infra.identity.AUDIENCE` at :data:`mas.infra.identity.TOKEN_PATH`, which the
 kubelet rotates before it expires and agents send to their in-cluster peers; and, to check
 their callers' tokens, an API-audience token (which lets the account read the issuer's
-discovery document and JWKS, as every ServiceAccount may, and nothing else: no bindings)
+discovery document and JWKS, as every ServiceAccount may, and post those Events)
 and the cluster's CA (docs/security.md). When ``spec.runtime.service_account`` names an
 account, every pod runs as that one instead and no ServiceAccount is created.
 """

@@ -32,7 +32,7 @@ from mas.runtime.identity.cluster import cluster_denial_events
 from mas.runtime.identity.denial_events import REASON, DenialEvents
 from mas.runtime.identity.keys import OidcKeys
 from mas.runtime.identity.verification import TokenVerifier
-from mas_operator.eventroles import RULES
+from mas_operator.eventroles import RULES, event_role_name
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(90)]
 
@@ -62,12 +62,13 @@ def _token_volume(control_plane: Any, namespace: str, account: str, folder: Path
 def _bind_events_role(control_plane: Any, namespace: str, account: str) -> None:
     """The Role and RoleBinding the operator builds (mas_operator.eventroles)."""
     rbac = k8s.RbacAuthorizationV1Api(control_plane.api_client())
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": account}, "rules": RULES})
+    name = event_role_name("desk")
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": RULES})
     rbac.create_namespaced_role_binding(
         namespace,
         {
-            "metadata": {"name": account},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
             "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
         },
     )

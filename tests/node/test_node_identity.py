@@ -8,7 +8,7 @@ TokenRequest API issued for another ServiceAccount of the namespace (403, naming
 saying what the researcher admits). No NetworkPolicy enforcer runs here: the check alone
 refuses. The first refusal of each caller is one CallerDenied Warning Event on the
 Application (what ``kubectl describe application`` lists), posted by the researcher's pod
-with its own API token through the Role the operator gave it.
+with its own API token through the Application's events Role the operator binds it to.
 """
 
 from __future__ import annotations

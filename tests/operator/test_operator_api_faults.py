@@ -31,14 +31,18 @@ KINDS = (
     "Deployment",
     "NetworkPolicy",
 )
-CHILD_PATH = r"/namespaces/[^/]+/(configmaps|services|deployments|networkpolicies)/"
+# the Application's events Role and RoleBinding are applied first, then each agent's
+CHILD_PATH = (
+    r"/namespaces/[^/]+/(roles|rolebindings|configmaps|services|deployments|networkpolicies)/"
+)
 FRONT_DEPLOYMENT = r"/namespaces/[^/]+/deployments/desk-front$"
 DESK_STATUS = r"/applications/desk/status$"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
 
 def expected(app: str = "desk") -> dict[str, list[str]]:
-    return {kind: [f"{app}-back", f"{app}-front"] for kind in KINDS}
+    agents = {kind: [f"{app}-back", f"{app}-front"] for kind in KINDS}
+    return agents | {"Role": [f"{app}.events"], "RoleBinding": [f"{app}.events"]}
 
 
 @pytest.fixture
@@ -178,7 +182,7 @@ def test_a_long_outage_of_every_write_then_recovery_converges(
     uids = {app: api.create(cluster_app(app))["metadata"]["uid"] for app in apps}
 
     def failed_applies(app: str) -> list[Seen]:
-        return [s for s in proxy.seen("PATCH", CHILD_PATH + app + "-") if s.injected]
+        return [s for s in proxy.seen("PATCH", CHILD_PATH + app + r"[-.]") if s.injected]
 
     eventually(
         lambda: all(len(failed_applies(app)) >= 6 for app in apps),

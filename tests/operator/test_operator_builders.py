@@ -118,7 +118,8 @@ def test_default_url_is_the_service_dns_name_and_peers_route_to_it() -> None:
     concierge = plan.agent("concierge")
     remote = [r for r in concierge.routes if r.kind == "remote"]
     assert [(r.target, r.url) for r in remote] == [("researcher", researcher.url)]
-    config = yaml.safe_load(build_children(plan)[0]["data"]["application.yaml"])
+    configmap = by_kind(build_children(plan), "ConfigMap")[0]
+    config = yaml.safe_load(configmap["data"]["application.yaml"])
     assert config["spec"]["endpoints"]["researcher"]["url"] == researcher.url
     assert set(config) == {"apiVersion", "kind", "metadata", "spec"}
 

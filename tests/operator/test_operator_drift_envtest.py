@@ -69,6 +69,7 @@ def converged(api: Api) -> str:
     uid = str(api.create(self_contained_app())["metadata"]["uid"])
     wait_condition(api, "desk", "Wired", "True")
     want = {kind: ["desk-back", "desk-front"] for kind in KINDS}
+    want |= {"Role": ["desk.events"], "RoleBinding": ["desk.events"]}  # the Application's
     eventually(lambda: owned_children(api, uid) == want, what="every child")
     return uid
 

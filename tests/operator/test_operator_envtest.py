@@ -59,22 +59,11 @@ def test_example_converges_with_owned_children_and_status(start_operator: Any, a
     start_operator()
     uid = api.create(example())["metadata"]["uid"]
     names = [f"{APP}-{agent}" for agent in DEPLOYED]
+    kinds = ("ConfigMap", "Service", "ServiceAccount", "Deployment", "NetworkPolicy")
+    want = {kind: names for kind in kinds}
+    want |= {"Role": [f"{APP}.events"], "RoleBinding": [f"{APP}.events"]}  # the Application's
     eventually(
-        lambda: (
-            owned_children(api, uid)
-            == {
-                kind: names
-                for kind in (
-                    "ConfigMap",
-                    "Service",
-                    "ServiceAccount",
-                    "Role",
-                    "RoleBinding",
-                    "Deployment",
-                    "NetworkPolicy",
-                )
-            }
-        ),
+        lambda: owned_children(api, uid) == want,
         what="every child, owned by the Application",
     )
     for dep in api.deployments():

@@ -1,9 +1,10 @@
-"""The events-only Role of each agent, in the pure builders: when it is built, what it grants,
-and the pod settings that go with it (the real API server's verdict is in
-test_operator_event_roles_envtest.py)."""
+"""The Application's events-only Role, in the pure builders: when it is built, what it
+grants, whom it binds, and the pod settings that go with it (the real API server's verdict
+is in test_operator_event_roles_envtest.py)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -26,36 +27,51 @@ def _env(children: list[dict[str, Any]], name: str) -> dict[str, str]:
     }
 
 
-def _rbac(children: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    return [
-        (c["kind"], c["metadata"]["name"]) for c in children if c["kind"] in {"Role", "RoleBinding"}
-    ]
+def _rbac(children: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for c in children if c["kind"] in {"Role", "RoleBinding"}]
 
 
-def test_each_agent_gets_a_role_that_only_creates_events_bound_to_its_own_account() -> None:
+def test_one_role_that_only_creates_events_bound_to_every_agents_own_account() -> None:
     document = cluster_app()
     document["metadata"]["uid"] = "u-1"
     children = build_children(plan_application(document, "team-a"))
-    assert sorted(_rbac(children)) == [
-        ("Role", "desk-back"),
-        ("Role", "desk-front"),
-        ("RoleBinding", "desk-back"),
-        ("RoleBinding", "desk-front"),
-    ]
-    role = next(c for c in children if c["kind"] == "Role")
-    name = role["metadata"]["name"]
+    role, binding = _rbac(children)
+    assert [c["kind"] for c in children[:2]] == ["Role", "RoleBinding"]  # before the pods
+    assert (role["kind"], role["metadata"]["name"]) == ("Role", "desk.events")
     assert role["rules"] == [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
-    binding = next(c for c in children if c["kind"] == "RoleBinding")
-    assert binding["metadata"]["name"] == name
+    assert (binding["kind"], binding["metadata"]["name"]) == ("RoleBinding", "desk.events")
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "Role",
-        "name": name,
+        "name": "desk.events",
     }
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": "team-a"}]
+    accounts = [c["metadata"]["name"] for c in children if c["kind"] == "ServiceAccount"]
+    assert sorted(accounts) == ["desk-back", "desk-front"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account, "namespace": "team-a"} for account in accounts
+    ]
+    for manifest in (role, binding):  # the Application's, no agent's
+        labels = manifest["metadata"]["labels"]
+        assert labels["maslab.io/application"] == "desk"
+        assert "maslab.io/agent" not in labels
     env = _env(children, "desk-front")
     assert env[identity.DENIAL_EVENTS_ENV] == identity.DENIAL_EVENTS_ON
     assert env[identity.APPLICATION_UID_ENV] == "u-1"
+
+
+def test_an_agent_called_events_cannot_take_the_roles_name() -> None:
+    document = cluster_app()
+    agents = document["spec"]["agency"]["agents"]
+    agents["events"] = {}
+    agents["front"]["spec"]["delegates_to"].append("events")
+    document["spec"]["endpoints"]["events"] = {"usage": "deploy"}
+    children = build_children(plan_application(document, "team-a"))
+    names = Counter((c["kind"], c["metadata"]["name"]) for c in children)
+    assert [key for key, n in names.items() if n > 1] == []
+    assert ("ServiceAccount", "desk-events") in names
+    [binding] = [c for c in children if c["kind"] == "RoleBinding"]
+    assert binding["metadata"]["name"] == "desk.events"
+    assert {s["name"] for s in binding["subjects"]} == {"desk-front", "desk-back", "desk-events"}
 
 
 @pytest.mark.parametrize(
@@ -72,3 +88,14 @@ def test_no_role_and_no_events_when_off(runtime: dict[str, Any], install: bool) 
     children = build_children(plan_application(document, "team-a", denial_events=install))
     assert _rbac(children) == []
     assert identity.DENIAL_EVENTS_ENV not in _env(children, "desk-front")
+
+
+def test_no_role_when_no_agent_is_deployed() -> None:
+    document = cluster_app()
+    document["spec"]["endpoints"] = {
+        "front": {"usage": "use", "url": "http://front.example:8080"},
+        "back": {"usage": "use", "url": "http://back.example:8080"},
+    }
+    plan = plan_application(document, "team-a")
+    assert plan.agents == ()
+    assert build_children(plan) == []

@@ -1,7 +1,8 @@
-"""Each agent's events-only Role on a real API server (RBAC on): created with the agent's
-ServiceAccount, granting exactly ``create`` on Events in its namespace, gone when
-``spec.runtime.denial_events`` is off. What it grants is asked of the API server's own
-authorizer (SubjectAccessReview), not read from the Role."""
+"""The Application's events-only Role on a real API server (RBAC on): one Role and one
+RoleBinding per Application, binding every agent's own ServiceAccount, granting each exactly
+``create`` on Events in its namespace, gone when ``spec.runtime.denial_events`` is off.
+What it grants is asked of the API server's own authorizer (SubjectAccessReview), not read
+from the Role."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mas.infra import identity
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(120)]
 
 AGENTS = ["desk-back", "desk-front"]
+ROLE = ["desk.events"]
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
@@ -49,9 +51,11 @@ def test_each_agent_may_create_events_in_its_namespace_and_nothing_else(
     start_operator()
     uid = api.create(cluster_app())["metadata"]["uid"]
     eventually(
-        lambda: (c := owned_children(api, uid))["Role"] == AGENTS and c["RoleBinding"] == AGENTS,
-        what="one Role and one RoleBinding per agent, owned by the Application",
+        lambda: (c := owned_children(api, uid))["Role"] == ROLE and c["RoleBinding"] == ROLE,
+        what="one Role and one RoleBinding, owned by the Application",
     )
+    binding = k8s.RbacAuthorizationV1Api(api.client).read_namespaced_role_binding(ROLE[0], api.ns)
+    assert sorted(s.name for s in binding.subjects) == AGENTS
     for account in AGENTS:
         assert allowed(api, account, "create", "events")
         refused = {
@@ -90,13 +94,13 @@ def test_each_agent_may_create_events_in_its_namespace_and_nothing_else(
 def test_denial_events_off_removes_the_role_and_the_right(start_operator: Any, api: Api) -> None:
     start_operator()
     uid = api.create(cluster_app())["metadata"]["uid"]
-    eventually(lambda: owned_children(api, uid)["RoleBinding"] == AGENTS, what="the bindings")
+    eventually(lambda: owned_children(api, uid)["RoleBinding"] == ROLE, what="the binding")
     spec = cluster_app()["spec"]
     spec["runtime"] = {**spec.get("runtime", {}), "denial_events": False}
     api.patch_spec("desk", spec)
     eventually(
         lambda: (c := owned_children(api, uid))["Role"] == [] and c["RoleBinding"] == [],
-        what="the Roles and RoleBindings to be pruned",
+        what="the Role and RoleBinding to be pruned",
     )
     assert not allowed(api, "desk-front", "create", "events")
 

@@ -53,8 +53,8 @@ def test_pods_run_as_their_agents_own_account_with_the_a2a_token(
             identity.API_TOKEN_FILE,
             "kube-root-ca.crt",
         )
-    # one binding each: to its own Role, which may only create Events (its denial Events;
-    # test_operator_event_roles_envtest.py checks what it grants)
+    # one binding for them all: to the Application's Role, which may only create Events
+    # (their denial Events; test_operator_event_roles_envtest.py checks what it grants)
     rbac = k8s.RbacAuthorizationV1Api(api.client)
     bound = sorted(
         (binding.role_ref.kind, binding.role_ref.name, s.name)
@@ -62,7 +62,7 @@ def test_pods_run_as_their_agents_own_account_with_the_a2a_token(
         for s in binding.subjects or []
         if s.kind == "ServiceAccount" and s.name in AGENTS
     )
-    assert bound == [("Role", name, name) for name in AGENTS]
+    assert bound == [("Role", "desk.events", name) for name in AGENTS]
 
 
 def test_a_deleted_account_comes_back_and_a_shared_one_prunes_them(

@@ -82,8 +82,6 @@ def test_the_sqlite_pod_mounts_its_claim_and_is_recreated() -> None:
         "ConfigMap",
         "Service",
         "ServiceAccount",
-        "Role",
-        "RoleBinding",
         "PersistentVolumeClaim",
         "Deployment",
     ]

@@ -50,7 +50,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
-# ... bound to a Role of its own that may only create Events (its denial Events,
+# ... bound to its Application's one Role that may only create Events (denial Events,
 # spec.runtime.denial_events): the operator can grant only what it holds, events create below
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["roles", "rolebindings"]

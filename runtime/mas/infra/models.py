@@ -1050,8 +1050,9 @@ class RuntimeSpec(Model):
     denial_events: bool = Field(
         default=True,
         description="Post the first refusal of each caller by an agent as a Warning Event on "
-        "the Application (CallerDenied). The operator then binds each agent's own "
-        "ServiceAccount to a Role that may only create Events; off: no Role, no Events. "
+        "the Application (CallerDenied). The operator then binds every agent's own "
+        "ServiceAccount to the Application's one Role (<name>.events) that may only create "
+        "Events; off: no Role, no Events. "
         "Not with service_account (the operator grants nothing to an account it did not "
         "create).",
     )
