@@ -136,10 +136,34 @@ def test_children_changed_or_deleted_while_watched_are_repaired(
     )
 
 
-def cut_and_relist(proxy: FaultProxy, api: Api) -> None:
-    """Cut the watches of every child kind; meanwhile delete a Service, a Deployment and
-    a NetworkPolicy and change a ConfigMap and a NetworkPolicy on the API server; then
-    make the watches list again."""
+def at_rest(op: Any, api: Api) -> None:
+    """Wait until the operator has nothing left to apply: the controller manager has
+    annotated each Deployment with its revision (a change of its metadata, which the
+    operator applies over once, test_operator_steady_state_envtest.py), then two full
+    passes in a row apply no child. Cut before that, a reconcile still due would apply a
+    Deployment the test deleted and create it again, whatever kopf's index holds."""
+    eventually(
+        lambda: all(
+            "deployment.kubernetes.io/revision" in (d.metadata.annotations or {})
+            for d in api.deployments()
+        ),
+        what="the Deployments' revision annotations",
+    )
+    applied = op.handle.metrics.children_applied
+
+    def quiet() -> bool:
+        before = total(applied)
+        full_passes(op, 2)  # a whole pass that began after `before` is over
+        return total(applied) == before
+
+    eventually(quiet, what="two full passes that apply no child")
+
+
+def cut_and_relist(op: Any, proxy: FaultProxy, api: Api) -> None:
+    """Once the operator is at rest, cut the watches of every child kind; meanwhile delete
+    a Service, a Deployment and a NetworkPolicy and change a ConfigMap and a NetworkPolicy
+    on the API server; then make the watches list again."""
+    at_rest(op, api)
     proxy.cut_watches(CUT)
     # every cut watch waits before anything is deleted: one still running would see the
     # deletion, and the operator would repair it at once
@@ -177,7 +201,7 @@ def test_a_child_deleted_while_a_watch_relists_stays_in_kopfs_index(
     op = start_proxied(resync=0.5, cold_every=0)
     converged(api)
     document = config(api)
-    cut_and_relist(proxy, api)
+    cut_and_relist(op, proxy, api)
     eventually(lambda: config(api) == document, what="desk-front's document back")
     eventually(
         lambda: policy_types(api, "desk-front") == ["Ingress", "Egress"],
@@ -201,7 +225,7 @@ def test_a_child_deleted_while_a_watch_relists_comes_back(
     op = start_proxied(resync=0.5, cold_every=2)
     converged(api)
     document = config(api)
-    cut_and_relist(proxy, api)
+    cut_and_relist(op, proxy, api)
     for what, read in deleted_while_cut(api).items():
         eventually(read, what=f"{what} back")
     eventually(lambda: config(api) == document, what="desk-front's document back")
