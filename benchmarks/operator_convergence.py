@@ -8,8 +8,13 @@ Scenarios (each in a fresh namespace):
 For each, the operator (``mas-operator run`` as a subprocess, as in a pod) is timed from the
 first create until every Application reports status for its generation and every child
 exists; the baseline, in the same run, is a plain client server-side applying the same child
-manifests (from the same builders) one by one. Printed: both times, their ratio, and the
-operator's peak RSS (``VmHWM``).
+manifests (from the same builders) one by one. The plain client's children are deleted
+before the operator starts (and their ClusterIPs released), so that both start from the same
+cluster: kube-apiserver's ClusterIP allocator counts every allocated address on each Service
+it creates, so Services left by the plain client made each of the operator's dearer.
+Printed: both times, their ratio, the operator's peak RSS (``VmHWM``), and the API server's
+own mean time per APPLY by resource and per ClusterIP allocation in each phase (from its
+``/metrics``).
 
 ``--variants`` runs the operator once per set of environment variables (``;`` between
 sets, ``,`` between variables, ``default`` for none), each in a fresh namespace against the
@@ -163,6 +168,9 @@ class Result:
     idle_reconciles: int = 0  # and in the idle window
     idle_cold_passes: int = 0  # cold passes that began in the idle window
     rss_by_progress: dict[str, float] = field(default_factory=dict)  # "25%": MiB
+    # the API server's mean time (ms) per APPLY by resource and per ClusterIP allocation
+    baseline_server_ms: dict[str, float] = field(default_factory=dict)
+    operator_server_ms: dict[str, float] = field(default_factory=dict)
 
 
 def client_of(user_agent: str) -> str:
@@ -209,6 +217,54 @@ def request_totals(cp: ControlPlane) -> Counter[str]:
         totals[verb.group(1) if verb else "?"] += int(float(match["value"]))
     api.close()
     return totals
+
+
+_SERVER_SECONDS = re.compile(
+    r"^(?P<name>apiserver_request_duration_seconds|"
+    r"kube_apiserver_clusterip_allocator_allocation_duration_seconds)_(?P<part>sum|count)"
+    r"\{(?P<labels>[^}]*)\} (?P<value>\S+)$"
+)
+ALLOCATION = "ClusterIP allocation"
+
+
+def server_seconds(cp: ControlPlane) -> dict[str, tuple[float, float]]:
+    """The API server's own time so far, ``{what: (seconds, count)}``: its APPLY requests by
+    resource (``apiserver_request_duration_seconds``) and its dynamic ClusterIP allocations
+    (``kube_apiserver_clusterip_allocator_allocation_duration_seconds``)."""
+    api = cp.api_client()
+    response = api.call_api(*api.param_serialize("GET", "/metrics", auth_settings=["BearerToken"]))
+    response.read()
+    api.close()
+    out: dict[str, tuple[float, float]] = {}
+    for line in response.data.decode().splitlines():
+        match = _SERVER_SECONDS.match(line)
+        if match is None:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
+        if match["name"].startswith("kube_apiserver_clusterip"):
+            if labels.get("scope") != "dynamic":
+                continue
+            what = ALLOCATION
+        elif labels.get("verb") == "APPLY" and not labels.get("subresource"):
+            what = labels.get("resource", "?")
+        else:
+            continue
+        seconds, count = out.get(what, (0.0, 0.0))
+        value = float(match["value"])
+        out[what] = (seconds + value, count) if match["part"] == "sum" else (seconds, count + value)
+    return out
+
+
+def mean_ms(
+    before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]
+) -> dict[str, float]:
+    """The mean of each of :func:`server_seconds` between two readings, in milliseconds."""
+    out = {}
+    for what, (seconds, count) in after.items():
+        was_seconds, was_count = before.get(what, (0.0, 0.0))
+        if count > was_count:
+            out[what] = round(1000 * (seconds - was_seconds) / (count - was_count), 1)
+    return out
 
 
 def cpu_s(pid: int) -> float:
@@ -466,7 +522,10 @@ def dump_snapshot(pid: int, trace_dir: Path, number: int) -> None:
 
 
 def run_baseline(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, int]:
+    """The plain client's time to apply every child of ``docs``; its children are deleted
+    again afterwards (:func:`clear_baseline`)."""
     ns = namespace(cp)
+    addresses = ip_addresses(cp)
     cluster = Cluster(cp.api_client(), field_manager="plain-client", timeout=120.0)
     manifests = [m for d in docs for m in build_children(plan_application(d, ns), {})]
     started = time.perf_counter()
@@ -484,7 +543,34 @@ def run_baseline(cp: ControlPlane, docs: list[dict[str, Any]]) -> tuple[float, i
                 if attempt == 7:
                     raise
             time.sleep(1.0 + attempt)
-    return time.perf_counter() - started, len(manifests)
+    took = time.perf_counter() - started
+    clear_baseline(cp, ns, addresses)
+    return took, len(manifests)
+
+
+def ip_addresses(cp: ControlPlane) -> int:
+    """How many ClusterIPs the API server has allocated (its IPAddress objects)."""
+    networking = k8s.NetworkingV1Api(cp.api_client())
+    listing = networking.list_ip_address(_preload_content=False)
+    return len(json.loads(listing.read())["items"])
+
+
+def clear_baseline(cp: ControlPlane, ns: str, addresses: int, timeout: float = 600.0) -> None:
+    """Delete the plain client's children from ``ns`` and wait until the API server has
+    released their ClusterIPs (back to ``addresses`` IPAddress objects): the operator's
+    phase then starts from the cluster the plain client's started from. Each dynamic
+    ClusterIP allocation of kube-apiserver 1.34 counts every IPAddress in the cluster
+    (twice, for its metrics) while it holds the allocator's lock, so 5,000 Services left
+    by the plain client would make each of the operator's Service applies dearer."""
+    api = cp.api_client()
+    core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
+    networking = k8s.NetworkingV1Api(api)
+    core.delete_collection_namespaced_service(ns)
+    core.delete_collection_namespaced_config_map(ns)
+    core.delete_collection_namespaced_service_account(ns)
+    apps.delete_collection_namespaced_deployment(ns)
+    networking.delete_collection_namespaced_network_policy(ns)
+    wait_until(lambda: ip_addresses(cp) <= addresses, timeout, "the ClusterIPs' release", 1.0)
 
 
 def print_idle(r: Result) -> None:
@@ -566,7 +652,9 @@ def main() -> int:
             for scenario, docs in scenarios.items():
                 if scenario not in wanted:
                     continue
+                before = server_seconds(cp)
                 baseline, objects = run_baseline(cp, docs)
+                baseline_ms = mean_ms(before, server_seconds(cp))
                 for env in variants:
                     label = describe_env(env)
                     suffix = "" if not env else "-" + re.sub(r"[^A-Za-z0-9]+", "_", label)
@@ -574,18 +662,21 @@ def main() -> int:
                     trace_dir = None
                     if args.tracemalloc is not None:
                         trace_dir = args.tracemalloc / f"{scenario}-{size}{suffix}"
+                    before = server_seconds(cp)
                     run = run_operator_scenario(
                         cp, docs, log, resync=args.resync, cold_every=args.cold_every,
                         idle=args.idle, audit_log=audit_log,
                         env=env, trace_dir=trace_dir,
                     )  # fmt: skip
                     operator, rss, requests, idle_rss, by_verb, cpu, counts, marks = run
+                    operator_ms = mean_ms(before, server_seconds(cp))
                     reconciled = counts[0]
                     results.append(
                         Result(
                             label, scenario, size, objects, operator, baseline, rss,
                             args.idle, requests, idle_rss, by_verb, *cpu, *counts,
-                            rss_by_progress=marks,
+                            rss_by_progress=marks, baseline_server_ms=baseline_ms,
+                            operator_server_ms=operator_ms,
                         )
                     )  # fmt: skip
                     r = results[-1]
@@ -601,6 +692,15 @@ def main() -> int:
                     if not args.json:
                         marks_text = ", ".join(f"{k} {v} MiB" for k, v in marks.items())
                         print(f"  operator RSS when converged: {marks_text}", flush=True)
+                        server = ", ".join(
+                            f"{what} {baseline_ms.get(what, float('nan'))} / {ms}"
+                            for what, ms in sorted(operator_ms.items())
+                        )
+                        print(
+                            "  API server's mean ms per APPLY by resource and per ClusterIP "
+                            f"allocation, plain client / operator: {server}",
+                            flush=True,
+                        )
                     if args.idle > 0 and not args.json:
                         print_idle(r)
     return 0
