@@ -49,9 +49,10 @@ def service(name: str) -> dict[str, Any]:
 
 
 def test_a_child_is_kept_packed_and_reads_back_as_its_projection() -> None:
-    """The index keeps each child's projection as compact JSON: it reads back as the
-    projection, from kopf's read-only view too, and holds less than the projection as
-    dicts. Measured over 200 children, so that the interpreter's free lists do not count."""
+    """The index keeps each child's projection as deflated compact JSON: it reads back as
+    the projection, from kopf's read-only view too, and holds under 15% of the projection
+    as dicts (compact JSON alone held 27%). Measured over 200 children, so that the
+    interpreter's free lists do not count."""
     kind = KINDS["Service"]
     bodies = [decoded(service(f"desk-a{n}")) for n in range(200)]
     view = kopf.Body(bodies[0])  # what kopf hands an indexer
@@ -68,7 +69,7 @@ def test_a_child_is_kept_packed_and_reads_back_as_its_projection() -> None:
         finally:
             tracemalloc.stop()
     as_dicts, packed = sizes
-    assert packed < as_dicts * 0.75, (packed, as_dicts)
+    assert packed < as_dicts * 0.15, (packed, as_dicts)
 
 
 def test_a_projection_keeps_what_a_reconcile_reads_and_nothing_else() -> None:
