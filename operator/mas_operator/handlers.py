@@ -35,6 +35,7 @@ import functools
 import json
 import logging
 import time
+import zlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -89,8 +90,9 @@ class OperatorContext:
     console_namespaces: tuple[str, ...] = ()  # ... of these namespaces (empty: every one)
     api_server: ApiServer = field(default_factory=ApiServer)  # agents reach it for keys
     denial_events: bool = True  # off: no agent gets the events Role (--no-denial-events)
-    # uid: the newest copy of each Application (kept_copy), as compact JSON: a fifth of its
-    # size as dicts, and read only when a reconcile or a conformance-run check needs it
+    # uid: the newest copy of each Application (kept_copy), as compact JSON deflated: a
+    # small part of its size as dicts, and read only when a reconcile or a conformance-run
+    # check needs it
     apps: dict[str, bytes] = field(default_factory=dict)
     queue: WorkQueue = field(default_factory=WorkQueue)
     children: ChildIndex | None = None  # from the first handler kopf calls
@@ -141,7 +143,8 @@ class OperatorContext:
         """Keep the newest copy of an Application; it is no longer settled when a reconcile
         would read it differently from what the last reconcile left."""
         uid = str(body["metadata"]["uid"])
-        self.apps[uid] = json.dumps(kept_copy(body), separators=(",", ":")).encode()
+        text = json.dumps(kept_copy(body), separators=(",", ":")).encode()
+        self.apps[uid] = zlib.compress(text, zlib.Z_BEST_SPEED)
         self.queue.track(uid)
         # A version from before our status write (kopf's handler can be called with it
         # after a resync pass reconciled it) reads with the status that write left.
@@ -155,7 +158,7 @@ class OperatorContext:
         kept = self.apps.get(uid)
         if kept is None:
             return None
-        copy: dict[str, Any] = json.loads(kept)
+        copy: dict[str, Any] = json.loads(zlib.decompress(kept))
         return copy
 
     def forget(self, uid: str) -> None:

@@ -133,9 +133,10 @@ def test_the_kept_copy_of_an_application_drops_what_no_reconcile_reads() -> None
 
 
 def test_the_context_keeps_that_copy_without_the_body_the_watch_decoded() -> None:
-    """The kept copy is compact JSON: the watch's decoded body (dicts and strings kopf
-    drops after its handlers) is not held by it, and it reads back as the copy. Measured
-    over 200 Applications, so that the interpreter's free lists do not count."""
+    """The kept copy is deflated compact JSON: the watch's decoded body (dicts and strings
+    kopf drops after its handlers) is not held by it, it holds under 9% of that body
+    (compact JSON alone held 13%), and it reads back as the copy. Measured over 200
+    Applications, so that the interpreter's free lists do not count."""
     ctx = OperatorContext(Cluster(k8s.ApiClient()), OperatorMetrics())
     bodies = []
     for n in range(200):
@@ -153,7 +154,7 @@ def test_the_context_keeps_that_copy_without_the_body_the_watch_decoded() -> Non
         kept_size = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
-    assert kept_size < decoded_size / 2, (kept_size, decoded_size)
+    assert kept_size < decoded_size * 0.09, (kept_size, decoded_size)
     body = kopf.Body(decoded(application_with_status(5)))  # what kopf hands a handler
     ctx.remember(body)
     assert ctx.app("app-uid") == kept_copy(application_with_status(5))
@@ -182,3 +183,4 @@ def test_the_memory_of_an_apply_is_32_bytes_and_tells_every_change() -> None:
     later = dict(plain, metadata=dict(plain["metadata"], resourceVersion="18"))
     assert not unchanged(later, digest(plain), kept)
     assert not unchanged(None, digest(plain), kept) and not unchanged(plain, digest(plain), None)
+
