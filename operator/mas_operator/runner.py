@@ -45,6 +45,15 @@ from mas_operator.workqueue import WorkQueue
 logger = logging.getLogger(__name__)
 
 
+class SharedMemo(kopf.Memo):
+    """kopf's ``memo``, one for every object: kopf gives each object it watches a shallow
+    copy of the memo, and ours holds only the :class:`OperatorContext` every handler shares
+    anyway (25,000 children at 1,000 Applications made 25,000 one-key dicts)."""
+
+    def __copy__(self) -> SharedMemo:
+        return self
+
+
 @dataclass(frozen=True)
 class OperatorOptions:
     """Everything ``mas-operator run`` can set."""
@@ -301,7 +310,7 @@ async def _run_kopf(
     try:
         await kopf.operator(
             registry=registry,
-            memo=kopf.Memo(ctx=ctx),
+            memo=SharedMemo(ctx=ctx),
             standalone=True,
             clusterwide=options.all_namespaces,
             namespaces=list(options.namespaces),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import tracemalloc
 from typing import Any
@@ -18,6 +19,7 @@ from mas_operator.kube import Cluster
 from mas_operator.metrics import OperatorMetrics
 from mas_operator.names import ANNOTATION_CONFORMANCE_RUN, ANNOTATION_DIFFBASE
 from mas_operator.noops import digest, memory_of, unchanged
+from mas_operator.runner import SharedMemo
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -184,3 +186,14 @@ def test_the_memory_of_an_apply_is_32_bytes_and_tells_every_change() -> None:
     assert not unchanged(later, digest(plain), kept)
     assert not unchanged(None, digest(plain), kept) and not unchanged(plain, digest(plain), None)
 
+
+def test_every_watched_object_shares_the_one_memo() -> None:
+    """kopf gives each object it watches a shallow copy of the operator's memo; ours is the
+    same object for all of them (it holds only the context every handler shares), not a
+    dict per child."""
+    ctx = object()
+    memo = SharedMemo(ctx=ctx)
+    assert copy.copy(memo) is memo
+    assert copy.copy(memo).ctx is ctx
+    plain = kopf.Memo(ctx=ctx)
+    assert copy.copy(plain) is not plain  # what kopf's own memo does
