@@ -242,9 +242,7 @@ def server_seconds(cp: ControlPlane) -> dict[str, tuple[float, float]]:
             continue
         labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
         if match["name"].startswith("kube_apiserver_clusterip"):
-            if labels.get("scope") != "dynamic":
-                continue
-            what = ALLOCATION
+            what = ALLOCATION  # observed for dynamic allocations only
         elif labels.get("verb") == "APPLY" and not labels.get("subresource"):
             what = labels.get("resource", "?")
         else:
