@@ -568,6 +568,9 @@ def clear_baseline(cp: ControlPlane, ns: str, addresses: int, timeout: float = 6
     core.delete_collection_namespaced_service_account(ns)
     apps.delete_collection_namespaced_deployment(ns)
     networking.delete_collection_namespaced_network_policy(ns)
+    rbac = k8s.RbacAuthorizationV1Api(api)
+    rbac.delete_collection_namespaced_role_binding(ns)
+    rbac.delete_collection_namespaced_role(ns)
     wait_until(lambda: ip_addresses(cp) <= addresses, timeout, "the ClusterIPs' release", 1.0)
 
 
