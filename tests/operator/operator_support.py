@@ -245,6 +245,19 @@ def self_contained_app() -> dict[str, Any]:
     return doc
 
 
+# the kinds of children an Application of these tests owns (no volume claim, no disruption
+# budget), in the order :func:`owned_children` lists them
+OWNED_KINDS = (
+    "ConfigMap",
+    "Service",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "Deployment",
+    "NetworkPolicy",
+)
+
+
 def owned_children(api: Api, uid: str) -> dict[str, list[str]]:
     """Names of the objects of each child kind owned by ``uid``."""
     listings = {

@@ -16,21 +16,19 @@ from typing import Any
 import httpx
 import pytest
 from fault_proxy import FaultProxy, Seen
-from operator_support import Api, RunningOperator, cluster_app, eventually, owned_children
+from operator_support import (
+    OWNED_KINDS,
+    Api,
+    RunningOperator,
+    cluster_app,
+    eventually,
+    owned_children,
+)
 
 from mas_operator.backoff import Backoff
 
 pytestmark = [pytest.mark.envtest, pytest.mark.timeout(90)]
 
-KINDS = (
-    "ConfigMap",
-    "Service",
-    "ServiceAccount",
-    "Role",
-    "RoleBinding",
-    "Deployment",
-    "NetworkPolicy",
-)
 # the Application's events Role and RoleBinding are applied first, then each agent's
 CHILD_PATH = (
     r"/namespaces/[^/]+/(roles|rolebindings|configmaps|services|deployments|networkpolicies)/"
@@ -41,7 +39,7 @@ WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
 
 def expected(app: str = "desk") -> dict[str, list[str]]:
-    agents = {kind: [f"{app}-back", f"{app}-front"] for kind in KINDS}
+    agents = {kind: [f"{app}-back", f"{app}-front"] for kind in OWNED_KINDS}
     return agents | {"Role": [f"{app}.events"], "RoleBinding": [f"{app}.events"]}
 
 

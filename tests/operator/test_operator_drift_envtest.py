@@ -17,6 +17,7 @@ import pytest
 from fault_proxy import FaultProxy
 from kubernetes.client import ApiException
 from operator_support import (
+    OWNED_KINDS,
     Api,
     eventually,
     full_passes,
@@ -39,15 +40,6 @@ PLURALS = (
     "networkpolicies",
 )
 CUT = rf"/namespaces/[^/]+/({'|'.join(PLURALS)})$"
-KINDS = (
-    "ConfigMap",
-    "Service",
-    "ServiceAccount",
-    "Role",
-    "RoleBinding",
-    "Deployment",
-    "NetworkPolicy",
-)
 
 
 @pytest.fixture
@@ -68,7 +60,7 @@ def gone(read: Any) -> bool:
 def converged(api: Api) -> str:
     uid = str(api.create(self_contained_app())["metadata"]["uid"])
     wait_condition(api, "desk", "Wired", "True")
-    want = {kind: ["desk-back", "desk-front"] for kind in KINDS}
+    want = {kind: ["desk-back", "desk-front"] for kind in OWNED_KINDS}
     want |= {"Role": ["desk.events"], "RoleBinding": ["desk.events"]}  # the Application's
     eventually(lambda: owned_children(api, uid) == want, what="every child")
     return uid

@@ -21,6 +21,7 @@ import yaml
 from kubernetes import client as k8s
 from operator_support import (
     GROUP,
+    OWNED_KINDS,
     PLURAL,
     VERSION,
     Api,
@@ -323,18 +324,7 @@ def test_deleting_the_application_garbage_collects_children(start_operator: Any,
     uid = api.create(cluster_app())["metadata"]["uid"]
     eventually(lambda: len(api.deployments()) == 2, what="two Deployments")
     api.custom.delete_namespaced_custom_object(GROUP, VERSION, api.ns, PLURAL, "desk")
-    empty: dict[str, list[str]] = {
-        kind: []
-        for kind in (
-            "ConfigMap",
-            "Service",
-            "ServiceAccount",
-            "Role",
-            "RoleBinding",
-            "Deployment",
-            "NetworkPolicy",
-        )
-    }
+    empty: dict[str, list[str]] = {kind: [] for kind in OWNED_KINDS}
     # the garbage collector learns a new CRD at its 30 s discovery resync
     eventually(
         lambda: owned_children(api, uid) == empty,
