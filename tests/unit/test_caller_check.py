@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
+from library_ioa.serving.auth import REDACTED, redact_credentials
+from library_ioa.serving.callers import HttpCallers
 from mas.infra import identity
 from mas.infra.documents import read_yaml_file
 from mas.infra.errors import ApplicationInvalid
@@ -233,3 +235,41 @@ async def test_an_admitted_token_is_remembered_until_it_expires_and_no_other_is(
     clock.now = NOW + 700
     late = await check.check(admitted, remember=admitted.encode())
     assert (late.status, late.reason) == (401, "expired")
+
+
+async def test_the_http_check_hands_on_no_credential_on_either_path() -> None:
+    """What the layers inside (the SDK, which logs headers) see of an admitted request, on
+    the full check and on the remembered token's path: every credential header's value
+    redacted in place, the other headers as sent, and the caller as the ASGI user."""
+    issuer = Issuer()
+    check = check_for(admission_of(example(), "researcher"), issuer)
+    seen: list[dict[str, Any]] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(scope)
+
+    async def refused(message: dict[str, Any]) -> None:
+        raise AssertionError(f"an admitted request was answered by the check: {message}")
+
+    callers = HttpCallers(app, check)
+    sent = token(issuer, CONCIERGE).encode()
+    for _ in range(2):  # the full check, then the remembered token
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"maslab-identity", sent),
+            (b"authorization", b"Bearer not-for-the-sdk"),
+            (b"cookie", b"session=secret"),
+            (b"x-trace", b"keep"),
+        ]
+        await callers({"type": "http", "path": "/", "headers": headers}, None, refused)
+    assert check.remembered(sent) is not None
+    for scope in seen:
+        assert scope["headers"] == [
+            (b"content-type", b"application/json"),
+            (b"maslab-identity", REDACTED),
+            (b"authorization", REDACTED),
+            (b"cookie", REDACTED),
+            (b"x-trace", b"keep"),
+        ]
+        assert scope["user"].user_name == CONCIERGE
+        assert redact_credentials(scope) is scope  # nothing left for the inner layers

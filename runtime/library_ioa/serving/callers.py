@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from library_ioa.serving.asgi import ASGIApp, Receive, Scope, Send
 from library_ioa.serving.auth import (
     CREDENTIAL_HEADERS,
+    CREDENTIALS_REDACTED,
     PUBLIC_PATHS,
     REDACTED,
     UNAUTHENTICATED_RPC_CODE,
@@ -138,18 +139,28 @@ class HttpCallers:
         if scope["type"] != "http" or scope.get("path", "") in self.public_paths:
             await self.app(scope, receive, send)
             return
+        # The hot path is one remembered token: one pass over the headers, one hash, one
+        # lookup, the request's own scope and header list changed in place (no copies: each
+        # container allocated per request is paid again in the collector's passes).
         raw: bytes | None = None
         authorization: bytes | None = None
-        presented: dict[str, bytes] = {}
-        wanted, redact = self._wanted, self.redact
+        presented: dict[str, bytes] | None = None
+        redact = self.redact
         headers = scope.get("headers", ())
-        for key, value in headers:  # ASGI header names are lowercase
+        found: list[int] | None = None
+        for index, (key, value) in enumerate(headers):  # ASGI header names are lowercase
             if key in redact:
+                if found is None:
+                    found = [index]
+                else:
+                    found.append(index)
                 if key == IDENTITY_KEY:
                     raw = bytes(value).strip()
                 else:
-                    if key in wanted:
-                        presented[wanted[key]] = bytes(value)
+                    if key in self._wanted:
+                        if presented is None:
+                            presented = {}
+                        presented[self._wanted[key]] = bytes(value)
                     if key == AUTHORIZATION_KEY:
                         authorization = bytes(value)
         # a remembered token decides alone unless an OIDC bearer token must be checked too
@@ -157,21 +168,32 @@ class HttpCallers:
         if raw and (authorization is None or self.check.oidc is None):
             decision = self.check.remembered(raw)
         if decision is None:
-            scheme = self.authenticator.principal(presented) if self.authenticator else None
-            bearer = bearer_of(authorization) if self.check.oidc is not None else None
-            token = raw.decode("latin-1") if raw else None
-            decision = await self.check.check(token, scheme, bearer, remember=raw)
+            decision = await self._decide(raw, authorization, presented)
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
-        if decision.admitted:
+        if decision.status == 200:
             user = self._principals.get(decision.principal)
             if user is None:
                 user = Principal(decision.principal)
                 if len(self._principals) < MAX_PRINCIPALS:
                     self._principals[decision.principal] = user
-            # the SDK logs headers: the credentials go no further
-            redacted = [(k, REDACTED if k in redact else v) for k, v in headers]
-            await self.app({**scope, "headers": redacted, "user": user}, receive, send)
+            if found is not None:  # the SDK logs headers: the credentials go no further
+                if not isinstance(headers, list):
+                    headers = scope["headers"] = list(headers)
+                for index in found:
+                    headers[index] = (headers[index][0], REDACTED)
+            scope["user"] = user
+            scope[CREDENTIALS_REDACTED] = True
+            await self.app(scope, receive, send)
             return
         rpc = self.rpc_path is not None and scope.get("path", "") == self.rpc_path
-        headers = [(b"www-authenticate", CHALLENGE)] if decision.status == 401 else []
-        await send_json(send, decision.status, refusal_payload(decision, rpc=rpc), headers)
+        extra = [(b"www-authenticate", CHALLENGE)] if decision.status == 401 else []
+        await send_json(send, decision.status, refusal_payload(decision, rpc=rpc), extra)
+
+    async def _decide(
+        self, raw: bytes | None, authorization: bytes | None, presented: dict[str, bytes] | None
+    ) -> Decision:
+        """The full check of a request no remembered token decided."""
+        scheme = self.authenticator.principal(presented or {}) if self.authenticator else None
+        bearer = bearer_of(authorization) if self.check.oidc is not None else None
+        token = raw.decode("latin-1") if raw else None
+        return await self.check.check(token, scheme, bearer, remember=raw)
