@@ -52,6 +52,17 @@ async def stopping(closing: asyncio.Task[None], caplog: pytest.LogCaptureFixture
             await asyncio.sleep(0.01)
 
 
+async def close_while_gated(served: Served, gate: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Stop the exposure as ``mas-ctl serve`` does, and open ``gate`` only once it waits for
+    the turn behind it: it must not close before that turn ends."""
+    closing = asyncio.create_task(served.exposure.aclose())
+    await stopping(closing, caplog)
+    assert not closing.done(), "the exposure closed under an accepted turn"
+    served.runner.gates[gate].set()  # the model answers while the replica stops
+    async with asyncio.timeout(STEP):
+        await closing
+
+
 async def stored(url: str, task_id: str) -> tuple[Task, int]:
     """The task as the database holds it, and how many run rows name it."""
     engine = create_async_engine(url)
@@ -66,6 +77,13 @@ async def stored(url: str, task_id: str) -> tuple[Task, int]:
     return found.task, len(rows)
 
 
+async def assert_completed(url: str, task_id: str) -> None:
+    """The task is stored completed, and no run row is left naming it."""
+    task, runs = await stored(url, task_id)
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task.status
+    assert runs == 0
+
+
 async def test_a_turn_running_at_shutdown_completes_before_the_stores_close(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -74,14 +92,8 @@ async def test_a_turn_running_at_shutdown_completes_before_the_stores_close(
     async with replica(url, drain_timeout=STEP) as served:
         async with sdk_client(served) as client:
             task_id = await start_turn(client, served, "g")
-        closing = asyncio.create_task(served.exposure.aclose())
-        await stopping(closing, caplog)
-        served.runner.gates["g"].set()  # the model answers while the replica stops
-        async with asyncio.timeout(STEP):
-            await closing
-    task, runs = await stored(url, task_id)
-    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task.status
-    assert runs == 0
+        await close_while_gated(served, "g", caplog)
+    await assert_completed(url, task_id)
 
 
 async def test_a_turn_outliving_the_drain_timeout_ends_failed_by_its_replica(
@@ -116,12 +128,5 @@ async def test_a_send_on_a_kept_alive_connection_after_the_stop_began_runs_to_it
                     await fresh.get(f"{served.url}/healthz")
             assert await served.mailbox.drain(STEP)  # idle: serve goes on to close
             task_id = await start_turn(client, served, "g")  # on the kept-alive connection
-        closing = asyncio.create_task(served.exposure.aclose())
-        await stopping(closing, caplog)
-        assert not closing.done(), "the exposure closed under an accepted turn"
-        served.runner.gates["g"].set()
-        async with asyncio.timeout(STEP):
-            await closing
-    task, runs = await stored(url, task_id)
-    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task.status
-    assert runs == 0
+        await close_while_gated(served, "g", caplog)
+    await assert_completed(url, task_id)
