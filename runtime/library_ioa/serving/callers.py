@@ -51,6 +51,9 @@ IDENTITY_KEY = IDENTITY_HEADER.encode("latin-1")
 AUTHORIZATION_KEY = b"authorization"
 MAX_PRINCIPALS = 1024
 BEARER_PREFIX = "bearer "
+# Scope key of a request :meth:`HttpCallers.admit` admitted: a hot lane in front of the
+# middleware checks the hot requests itself, and the middleware then passes them on.
+ADMITTED = "maslab.caller_admitted"
 
 
 def bearer_of(value: bytes | str | None) -> str | None:
@@ -136,12 +139,25 @@ class HttpCallers:
         self._principals: dict[str, Principal] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path", "") in self.public_paths:
+        if (
+            scope["type"] != "http"
+            or scope.get("path", "") in self.public_paths
+            or ADMITTED in scope  # checked already, by a hot lane in front (fast/hot_lane.py)
+        ):
             await self.app(scope, receive, send)
             return
-        # The hot path is one remembered token: one pass over the headers, one hash, one
-        # lookup, the request's own scope and header list changed in place (no copies: each
-        # container allocated per request is paid again in the collector's passes).
+        if await self.admit(scope, send):
+            await self.app(scope, receive, send)
+
+    async def admit(self, scope: Scope, send: Send) -> bool:
+        """The check of one HTTP request outside ``public_paths``: admitted, its ``scope``
+        changed in place (``user``, credentials redacted, :data:`ADMITTED`) and True; else
+        the refusal sent and False.
+
+        The hot path is one remembered token: one pass over the headers, one hash, one
+        lookup, the request's own scope and header list changed in place (no copies: each
+        container allocated per request is paid again in the collector's passes).
+        """
         raw: bytes | None = None
         authorization: bytes | None = None
         presented: dict[str, bytes] | None = None
@@ -182,12 +198,12 @@ class HttpCallers:
                 for index in found:
                     headers[index] = (headers[index][0], REDACTED)
             scope["user"] = user
-            scope[CREDENTIALS_REDACTED] = True
-            await self.app(scope, receive, send)
-            return
+            scope[CREDENTIALS_REDACTED] = scope[ADMITTED] = True
+            return True
         rpc = self.rpc_path is not None and scope.get("path", "") == self.rpc_path
         extra = [(b"www-authenticate", CHALLENGE)] if decision.status == 401 else []
         await send_json(send, decision.status, refusal_payload(decision, rpc=rpc), extra)
+        return False
 
     async def _decide(
         self, raw: bytes | None, authorization: bytes | None, presented: dict[str, bytes] | None

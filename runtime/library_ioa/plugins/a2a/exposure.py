@@ -270,16 +270,26 @@ class A2AExposure:
         corrected: Any = HttpCorrections(limited, rpc_path="/", rest_prefix=REST_PATH)
         # The hot JSON-RPC sends skip the layers above when they would pass
         # (server/fast/hot_lane.py); the SDK's routes (fast path off) have no fast endpoint, so no
-        # hot lane either.
-        corrected = hot_lane(
-            corrected, rpc_routes, rpc_path="/", max_body_bytes=endpoint.a2a.max_body_bytes
-        )
-        # outermost: no body is read before authentication; with identities checked the
-        # caller check does it, a2a.auth included (serving/callers.py)
+        # hot lane either. Outside them: no body is read before authentication. With
+        # identities checked the caller check does it, a2a.auth included
+        # (serving/callers.py), and the hot lane goes in front of it and runs it itself (its
+        # gate): a hot request crosses one layer fewer. With a2a.auth alone, HttpAuth is
+        # outermost.
         if caller_check is not None:
-            corrected = HttpCallers(corrected, caller_check, authenticator)
-        elif authenticator is not None:
-            corrected = HttpAuth(corrected, authenticator)
+            gate = HttpCallers(corrected, caller_check, authenticator)
+            corrected = hot_lane(
+                gate,
+                rpc_routes,
+                rpc_path="/",
+                max_body_bytes=endpoint.a2a.max_body_bytes,
+                gate=gate,
+            )
+        else:
+            corrected = hot_lane(
+                corrected, rpc_routes, rpc_path="/", max_body_bytes=endpoint.a2a.max_body_bytes
+            )
+            if authenticator is not None:
+                corrected = HttpAuth(corrected, authenticator)
         if tracing.on():  # the request's span, around everything (server/tracing.py)
             corrected = HttpTracing(corrected)
         connections = endpoint.a2a.connections  # docs/security.md, Connection limits
