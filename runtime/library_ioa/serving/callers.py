@@ -83,6 +83,22 @@ def endpoint_check(
     return caller_check.with_oidc(oidc)
 
 
+async def full_check(
+    check: CallerCheck,
+    authenticator: Authenticator | None,
+    raw: bytes | None,
+    authorization: bytes | str | None,
+    presented: dict[str, bytes] | None,
+) -> Decision:
+    """The decision for a request :meth:`CallerCheck.quick` did not decide, on any
+    transport: its token's bytes (``raw``), its ``Authorization`` value and the credential
+    headers of ``a2a.auth`` it presented."""
+    scheme = authenticator.principal(presented or {}) if authenticator is not None else None
+    bearer = bearer_of(authorization) if check.oidc is not None else None
+    token = raw.decode("latin-1") if raw else None
+    return await check.check(token, scheme, bearer, remember=raw)
+
+
 CHALLENGE = b'Bearer realm="a2a", header="' + IDENTITY_KEY + b'"'
 STATUS_NAMES = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 503: "UNAVAILABLE"}
 
@@ -179,12 +195,11 @@ class HttpCallers:
                         presented[self._wanted[key]] = bytes(value)
                     if key == AUTHORIZATION_KEY:
                         authorization = bytes(value)
-        # a remembered token decides alone unless an OIDC bearer token must be checked too
-        decision = None
-        if raw and (authorization is None or self.check.oidc is None):
-            decision = self.check.remembered(raw)
+        decision = self.check.quick(raw, authorization)
         if decision is None:
-            decision = await self._decide(raw, authorization, presented)
+            decision = await full_check(
+                self.check, self.authenticator, raw, authorization, presented
+            )
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
         if decision.status == 200:
             user = self._principals.get(decision.principal)
@@ -204,12 +219,3 @@ class HttpCallers:
         extra = [(b"www-authenticate", CHALLENGE)] if decision.status == 401 else []
         await send_json(send, decision.status, refusal_payload(decision, rpc=rpc), extra)
         return False
-
-    async def _decide(
-        self, raw: bytes | None, authorization: bytes | None, presented: dict[str, bytes] | None
-    ) -> Decision:
-        """The full check of a request no remembered token decided."""
-        scheme = self.authenticator.principal(presented or {}) if self.authenticator else None
-        bearer = bearer_of(authorization) if self.check.oidc is not None else None
-        token = raw.decode("latin-1") if raw else None
-        return await self.check.check(token, scheme, bearer, remember=raw)

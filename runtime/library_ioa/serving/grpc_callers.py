@@ -22,7 +22,7 @@ from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder
 
 from library_ioa.serving.auth import Authenticator
-from library_ioa.serving.callers import bearer_of
+from library_ioa.serving.callers import full_check
 from library_ioa.serving.principals import Principal
 from mas.infra.identity import IDENTITY_HEADER
 from mas.runtime.identity.callers import CallerCheck, Decision
@@ -61,14 +61,11 @@ class GrpcCallers(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             if name == "authorization":
                 authorization = value
         raw = token.encode("latin-1") if token else None
-        # a remembered token decides alone unless an OIDC bearer token must be checked too
-        decision = None
-        if raw and (authorization is None or self.check.oidc is None):
-            decision = self.check.remembered(raw)
+        decision = self.check.quick(raw, authorization)
         if decision is None:
-            scheme = self.authenticator.principal(presented) if self.authenticator else None
-            bearer = bearer_of(authorization) if self.check.oidc is not None else None
-            decision = await self.check.check(token, scheme, bearer, remember=raw)
+            decision = await full_check(
+                self.check, self.authenticator, raw, authorization, presented
+            )
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
         if not decision.admitted:
             await context.abort(

@@ -127,6 +127,14 @@ class CallerCheck:
             return None
         return entry[0]
 
+    def quick(self, raw: bytes | None, authorization: object) -> Decision | None:
+        """The admission of a request by its remembered token (``raw``: the header's bytes)
+        alone, when that decides it: not when an OIDC bearer token (``authorization``) must
+        be checked as well. None: :meth:`check` decides."""
+        if raw and (authorization is None or self.oidc is None):
+            return self.remembered(raw)
+        return None
+
     def with_oidc(self, oidc: OidcSchemes | None) -> CallerCheck:
         """This check with the endpoint's ``oidc`` schemes (itself when there are none)."""
         if oidc is None or oidc is self.oidc:
