@@ -1,7 +1,8 @@
 """The web console from the chart on a real node, as the README's path has it:
 ``helm upgrade --set console.enabled=true``, open one URL in Debian's chromium, see the
 example as a graph with the edges it can check Ready, the concierge's badge counting its
-turns, and talk to the concierge with its hop to the researcher shown.
+turns, talk to the concierge with its hop to the researcher shown, then break the researcher
+and watch its edge turn, and turn back once the operator has repaired it.
 
 The console runs from our image as its own ServiceAccount (read-only RBAC) and reaches the
 agents through their Services. It listens behind its Service here, as it does behind an
@@ -11,6 +12,7 @@ range) and sends the user header. The release is set back as it was at the end.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -20,7 +22,7 @@ import pytest
 from kubernetes import client as k8s
 from playwright.async_api import Page, async_playwright, expect
 
-from .agency import OPERATOR_NS, RELEASE, Desk
+from .agency import NS, OPERATOR_NS, RELEASE, Desk
 from .support import CHART, eventually, helm
 
 pytestmark = [pytest.mark.node, pytest.mark.timeout(900)]
@@ -147,6 +149,19 @@ async def test_the_console_shows_the_example_and_talks_to_the_concierge(
     # back on the Application page, the badge counts that turn
     await page.goto(app_page)
     await expect(badge).to_have_text(re.compile(rf"^{before + 1} turns?, "), timeout=WAIT)
+    # break the researcher as a person would (kubectl scale ... --replicas=0): its edge turns
+    # in the open page, then back to Ready once the operator has put its replica back
+    hop = page.locator('g.edge[data-key^="concierge|researcher|"]')
+    apps = k8s.AppsV1Api(desk.node.api_client())
+    await asyncio.to_thread(
+        apps.patch_namespaced_deployment_scale,
+        f"{desk.name}-researcher",
+        NS,
+        {"spec": {"replicas": 0}},
+    )
+    await expect(hop).to_have_class(re.compile(r"\bstate-pending\b"), timeout=WAIT)
+    await expect(hop).to_have_class(re.compile(r"\bstate-ready\b"), timeout=WAIT)
+    await asyncio.to_thread(desk.rolled_out, True)  # one ready pod per agent again
 
 
 def _answers(url: str) -> bool:
