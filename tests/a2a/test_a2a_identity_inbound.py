@@ -233,13 +233,19 @@ async def test_the_conformance_probe_sends_the_token_its_job_names(
 
 
 class CountingCheck(CallerCheck):
-    """The real check, counting the requests that reached its full path."""
+    """The real check, counting the requests that reached its full path, and its lookups of
+    remembered tokens by their hash."""
 
     checked = 0
+    looked_up = 0
 
     async def check(self, *args: Any, **kwargs: Any) -> Any:
         self.checked += 1
         return await super().check(*args, **kwargs)
+
+    def remembered_until(self, token: bytes) -> Any:
+        self.looked_up += 1
+        return super().remembered_until(token)
 
 
 async def test_grpc_finds_an_admitted_token_by_its_hash_as_http_does(issuer: Issuer) -> None:
@@ -262,3 +268,41 @@ async def test_grpc_finds_an_admitted_token_by_its_hash_as_http_does(issuer: Iss
     assert check.remembered(token.encode()) is not None
     assert check.checked == 2
     assert [t.session_id.partition("/")[0] for t in served.runner.seen] == [CONCIERGE] * 3
+
+
+async def test_a_connection_repeating_its_token_skips_the_hash_and_no_other_token_rides_on_it(
+    issuer: Issuer,
+) -> None:
+    """On HTTP the token a connection presented last is compared by its bytes: the hash is
+    looked up once per connection and token. Another token on the same connection is
+    checked in full, and a token past its exp is never admitted by the connection's memo."""
+    now = [time.time()]
+    admission = Admission("scripted", (AdmittedCaller(CONCIERGE, "delegates_to of concierge"),))
+    verifier = TokenVerifier(ISSUER, AUDIENCE, OidcKeys(ISSUER, fetch=issuer.fetch))
+    check = CountingCheck(admission, verifier, clock=lambda: now[0])
+    token, stranger = signed(issuer, CONCIERGE), signed(issuer, STRANGER)
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    statuses: list[int] = []
+    async with serve_agent(grpc_on=False, caller_check=check) as served:
+
+        async def send(http: httpx.AsyncClient, sent: str) -> None:
+            reply = await http.post(
+                "/", json=rpc_send(f"quick {len(statuses)}"), headers={**V1, IDENTITY_HEADER: sent}
+            )
+            statuses.append(reply.status_code)
+
+        async with httpx.AsyncClient(base_url=served.url, timeout=STEP, limits=one) as http:
+            for sent in (token, token, token, stranger, token):
+                await send(http, sent)
+            counts = (check.checked, check.looked_up)
+            now[0] += 601  # past the token's exp (600 s) on the check's clock
+            await send(http, token)  # the same connection, the same bytes: checked again
+        async with httpx.AsyncClient(base_url=served.url, timeout=STEP, limits=one) as fresh:
+            await send(fresh, token)
+    assert statuses == [200, 200, 200, 403, 200, 200, 200]
+    # first: looked up (nothing kept yet) and checked; second: found by its hash; third and
+    # fifth: the connection's own; the stranger: looked up, checked and refused
+    assert counts == (2, 3)
+    # past exp on the check's clock, neither the connection's memo nor the hash admits it:
+    # both requests reach the full check (whose verifier reads the real time, and admits)
+    assert (check.checked, check.looked_up) == (4, 5)

@@ -18,6 +18,15 @@ A refusal is answered in the transport's form, never with a token's text:
 
 A 401 carries a ``WWW-Authenticate`` challenge. The gRPC form is in :mod:`.grpc_callers`.
 
+The hot path: a token admitted once is found by its sha256
+(:meth:`CallerCheck.remembered_until`), and an open connection keeps the token it presented
+last, with its admission and ``exp``, in its own state
+(:data:`~library_ioa.serving.http_guard.CONNECTION_STATE`, gone with the connection): its
+next request presenting the same bytes is admitted without the hash; any other token is
+looked up (and kept instead once remembered), and a token past its ``exp`` is not admitted
+by it. A hot JSON-RPC send is checked by the hot lane in front of the middleware
+(:meth:`HttpCallers.admit`), so it crosses no layer of its own.
+
 With ``oidc`` schemes in ``a2a.auth`` the check also gets the ``Authorization`` bearer token
 (:func:`endpoint_check`), and an endpoint that has them is served through a caller check
 even in a local run (no cluster identity): the OIDC verification is the check's.
@@ -38,6 +47,7 @@ from library_ioa.serving.auth import (
     Authenticator,
     scheme_ids,
 )
+from library_ioa.serving.http_guard import CONNECTION_STATE
 from library_ioa.serving.json_answers import send_json
 from library_ioa.serving.principals import Principal
 from mas.infra.identity import IDENTITY_HEADER, endpoint_admission
@@ -195,11 +205,23 @@ class HttpCallers:
                         presented[self._wanted[key]] = bytes(value)
                     if key == AUTHORIZATION_KEY:
                         authorization = bytes(value)
-        decision = self.check.quick(raw, authorization)
+        check = self.check
+        decision = None
+        if raw and (authorization is None or check.oidc is None):  # CallerCheck.quick's rule
+            # the token this connection presented last is compared by its bytes; another is
+            # looked up by its sha256, and kept for the connection's next request
+            state = scope.get(CONNECTION_STATE)
+            last = state.get(self) if state is not None else None
+            if last is not None and last[0] == raw and check.now() <= last[2]:
+                decision = last[1]
+            else:
+                entry = check.remembered_until(raw)
+                if entry is not None:
+                    decision = entry[0]
+                    if state is not None:
+                        state[self] = (raw, decision, entry[1])
         if decision is None:
-            decision = await full_check(
-                self.check, self.authenticator, raw, authorization, presented
-            )
+            decision = await full_check(check, self.authenticator, raw, authorization, presented)
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
         if decision.status == 200:
             user = self._principals.get(decision.principal)

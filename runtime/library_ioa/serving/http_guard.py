@@ -150,6 +150,11 @@ def client_key(host: str) -> str:
     return host
 
 
+# Scope key of the connection's own state: a dict that lives as long as the connection, for
+# what a layer keeps between the requests of one connection (serving/callers.py).
+CONNECTION_STATE = "maslab.connection"
+
+
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the head, time and connection limits."""
 
@@ -172,6 +177,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._refusal: tuple[int, str] | None = None
         self._refused = False
         self._client_key: str | None = None
+        self._connection_state: dict[object, Any] = {}
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -246,6 +252,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._header_count = 0
         self._parsed_bytes = 0
         super().on_message_begin()
+        self.scope[CONNECTION_STATE] = self._connection_state  # type: ignore[literal-required]
 
     def on_url(self, url: bytes) -> None:
         self._parsed_bytes += len(url)

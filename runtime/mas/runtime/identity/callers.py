@@ -25,7 +25,9 @@ scheme that matched, if any. The rules, in order:
 
 The hot path: a token admitted once is remembered by the sha256 of its bytes until its
 ``exp`` (:meth:`CallerCheck.remembered`, synchronous), so the next request presenting it is
-admitted after one hash and one lookup, without verifying or mapping it again. Only
+admitted after one hash and one lookup, without verifying or mapping it again (on HTTP an
+open connection's next request with the same token's bytes skips the hash as well:
+:mod:`library_ioa.serving.callers`). Only
 admissions that depend on nothing but the token are remembered (a declared or allowed
 caller), at most :data:`MAX_REMEMBERED` tokens, all forgotten when full.
 
@@ -116,6 +118,11 @@ class CallerCheck:
     def remembered(self, token: bytes) -> Decision | None:
         """The admission of ``token`` (the header's bytes) when a request presented it
         before and it has not expired, else None (then :meth:`check` decides)."""
+        entry = self.remembered_until(token)
+        return entry[0] if entry is not None else None
+
+    def remembered_until(self, token: bytes) -> tuple[Decision, float] | None:
+        """:meth:`remembered`, with the token's ``exp``: until when it holds."""
         if not self._tokens:
             return None
         digest = hashlib.sha256(token).digest()
@@ -125,7 +132,11 @@ class CallerCheck:
         if self._clock() > entry[1]:
             del self._tokens[digest]
             return None
-        return entry[0]
+        return entry
+
+    def now(self) -> float:
+        """The check's clock (what :meth:`remembered` compares a token's ``exp`` with)."""
+        return self._clock()
 
     def quick(self, raw: bytes | None, authorization: object) -> Decision | None:
         """The admission of a request by its remembered token (``raw``: the header's bytes)
