@@ -64,14 +64,15 @@ REDACTED = b"[redacted]"
 CREDENTIAL_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie", b"x-api-key"})
 
 
-# Scope key set by the caller check (serving/callers.py) once it has replaced every
-# credential header's value in place: the layers inside it need not look again.
-CREDENTIALS_REDACTED = "maslab.credentials_redacted"
+# Scope key set by the caller check (serving/callers.py) on a request it admitted, once it
+# has replaced every credential header's value in place: the layers inside it neither check
+# nor redact it again.
+CALLER_CHECKED = "maslab.caller_checked"
 
 
 def redact_credentials(scope: Scope, names: frozenset[bytes] = CREDENTIAL_HEADERS) -> Scope:
     """``scope`` with the values of the ``names`` headers replaced (the SDK logs headers)."""
-    if CREDENTIALS_REDACTED in scope and names <= CREDENTIAL_HEADERS:
+    if CALLER_CHECKED in scope and names <= CREDENTIAL_HEADERS:
         return scope  # the caller check redacted all of them already
     headers = scope.get("headers", ())
     if not any(bytes(k).lower() in names for k, _ in headers):

@@ -18,14 +18,12 @@ A refusal is answered in the transport's form, never with a token's text:
 
 A 401 carries a ``WWW-Authenticate`` challenge. The gRPC form is in :mod:`.grpc_callers`.
 
-The hot path: a token admitted once is found by its sha256
-(:meth:`CallerCheck.remembered_until`), and an open connection keeps the token it presented
-last, with its admission and ``exp``, in its own state
-(:data:`~library_ioa.serving.http_guard.CONNECTION_STATE`, gone with the connection): its
-next request presenting the same bytes is admitted without the hash; any other token is
-looked up (and kept instead once remembered), and a token past its ``exp`` is not admitted
-by it. A hot JSON-RPC send is checked by the hot lane in front of the middleware
-(:meth:`HttpCallers.admit`), so it crosses no layer of its own.
+The hot path (:meth:`CallerCheck.quick`): a token admitted once is found by its sha256,
+and an open connection keeps the token it presented last in its own state
+(:data:`~library_ioa.serving.http_guard.CONNECTION_STATE`, gone with the connection), so
+its next request presenting the same bytes is admitted without the hash. A hot JSON-RPC
+send is checked by the hot lane in front of the middleware (:meth:`HttpCallers.admit`), so
+it crosses no layer of its own.
 
 With ``oidc`` schemes in ``a2a.auth`` the check also gets the ``Authorization`` bearer token
 (:func:`endpoint_check`), and an endpoint that has them is served through a caller check
@@ -39,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from library_ioa.serving.asgi import ASGIApp, Receive, Scope, Send
 from library_ioa.serving.auth import (
+    CALLER_CHECKED,
     CREDENTIAL_HEADERS,
-    CREDENTIALS_REDACTED,
     PUBLIC_PATHS,
     REDACTED,
     UNAUTHENTICATED_RPC_CODE,
@@ -61,9 +59,6 @@ IDENTITY_KEY = IDENTITY_HEADER.encode("latin-1")
 AUTHORIZATION_KEY = b"authorization"
 MAX_PRINCIPALS = 1024
 BEARER_PREFIX = "bearer "
-# Scope key of a request :meth:`HttpCallers.admit` admitted: a hot lane in front of the
-# middleware checks the hot requests itself, and the middleware then passes them on.
-ADMITTED = "maslab.caller_admitted"
 
 
 def bearer_of(value: bytes | str | None) -> str | None:
@@ -167,23 +162,22 @@ class HttpCallers:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             scope["type"] != "http"
-            or scope.get("path", "") in self.public_paths
-            or ADMITTED in scope  # checked already, by a hot lane in front (fast/hot_lane.py)
+            or CALLER_CHECKED in scope  # by a hot lane in front (fast/hot_lane.py)
+            or await self.admit(scope, send)
         ):
-            await self.app(scope, receive, send)
-            return
-        if await self.admit(scope, send):
             await self.app(scope, receive, send)
 
     async def admit(self, scope: Scope, send: Send) -> bool:
-        """The check of one HTTP request outside ``public_paths``: admitted, its ``scope``
-        changed in place (``user``, credentials redacted, :data:`ADMITTED`) and True; else
-        the refusal sent and False.
+        """The check of one HTTP request: True for one on ``public_paths``, and for one
+        admitted, its ``scope`` changed in place (``user``, credentials redacted,
+        :data:`~library_ioa.serving.auth.CALLER_CHECKED`); else the refusal sent and False.
 
         The hot path is one remembered token: one pass over the headers, one hash, one
         lookup, the request's own scope and header list changed in place (no copies: each
         container allocated per request is paid again in the collector's passes).
         """
+        if scope.get("path", "") in self.public_paths:
+            return True
         raw: bytes | None = None
         authorization: bytes | None = None
         presented: dict[str, bytes] | None = None
@@ -206,24 +200,11 @@ class HttpCallers:
                     if key == AUTHORIZATION_KEY:
                         authorization = bytes(value)
         check = self.check
-        decision = None
-        if raw and (authorization is None or check.oidc is None):  # CallerCheck.quick's rule
-            # the token this connection presented last is compared by its bytes; another is
-            # looked up by its sha256, and kept for the connection's next request
-            state = scope.get(CONNECTION_STATE)
-            last = state.get(self) if state is not None else None
-            if last is not None and last[0] == raw and check.now() <= last[2]:
-                decision = last[1]
-            else:
-                entry = check.remembered_until(raw)
-                if entry is not None:
-                    decision = entry[0]
-                    if state is not None:
-                        state[self] = (raw, decision, entry[1])
+        decision = check.quick(raw, authorization, scope.get(CONNECTION_STATE))
         if decision is None:
             decision = await full_check(check, self.authenticator, raw, authorization, presented)
         tracing.annotate(tracing.MAS_CALLER, decision.caller or decision.principal)
-        if decision.status == 200:
+        if decision.admitted:
             user = self._principals.get(decision.principal)
             if user is None:
                 user = Principal(decision.principal)
@@ -235,7 +216,7 @@ class HttpCallers:
                 for index in found:
                     headers[index] = (headers[index][0], REDACTED)
             scope["user"] = user
-            scope[CREDENTIALS_REDACTED] = scope[ADMITTED] = True
+            scope[CALLER_CHECKED] = True
             return True
         rpc = self.rpc_path is not None and scope.get("path", "") == self.rpc_path
         extra = [(b"www-authenticate", CHALLENGE)] if decision.status == 401 else []

@@ -46,7 +46,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
@@ -134,17 +134,32 @@ class CallerCheck:
             return None
         return entry
 
-    def now(self) -> float:
-        """The check's clock (what :meth:`remembered` compares a token's ``exp`` with)."""
-        return self._clock()
-
-    def quick(self, raw: bytes | None, authorization: object) -> Decision | None:
+    def quick(
+        self,
+        raw: bytes | None,
+        authorization: object,
+        kept: dict[object, Any] | None = None,
+    ) -> Decision | None:
         """The admission of a request by its remembered token (``raw``: the header's bytes)
         alone, when that decides it: not when an OIDC bearer token (``authorization``) must
-        be checked as well. None: :meth:`check` decides."""
-        if raw and (authorization is None or self.oidc is None):
-            return self.remembered(raw)
-        return None
+        be checked as well. None: :meth:`check` decides.
+
+        ``kept``: the state of the request's connection (HTTP), where the token it presented
+        last is kept with its admission and ``exp``: the same bytes again are admitted
+        without the hash; any other token is looked up by its hash (and kept instead once
+        found), and none past its ``exp`` is admitted.
+        """
+        if not raw or (authorization is not None and self.oidc is not None):
+            return None
+        last = kept.get(self) if kept is not None else None
+        if last is not None and last[0] == raw and self._clock() <= last[2]:
+            return last[1]  # type: ignore[no-any-return]
+        entry = self.remembered_until(raw)
+        if entry is None:
+            return None
+        if kept is not None:
+            kept[self] = (raw, *entry)
+        return entry[0]
 
     def with_oidc(self, oidc: OidcSchemes | None) -> CallerCheck:
         """This check with the endpoint's ``oidc`` schemes (itself when there are none)."""

@@ -121,12 +121,7 @@ class HotLane:
         ):
             await self.app(scope, receive, send)
             return
-        gate = self.gate
-        if (
-            gate is not None
-            and scope["path"] not in gate.public_paths
-            and not await gate.admit(scope, send)
-        ):
+        if self.gate is not None and not await self.gate.admit(scope, send):
             return  # refused: answered, and no body read
         body, message = await self._read(receive)
         if message is None:
